@@ -1,0 +1,139 @@
+// Command was-harness manages the harness's local cluster for interactive use
+// and summarises test output for people and CI.
+//
+//	was-harness cluster up     [--dir D] [--output-dir O] [--kube-version V] [--feature-gates A=true,B=false]
+//	                           [--zones N] [--racks-per-zone N] [--nodes-per-rack N]
+//	was-harness cluster down   [--dir D]
+//	was-harness cluster status [--dir D]
+//	was-harness test-summary FILE   (a `go test -json` stream: failures, then "N passed, N failed, N skipped")
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/workload-aware/apps-harness/pkg/localcluster"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintf(os.Stderr, "was-harness: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func usage() error {
+	return fmt.Errorf("usage: was-harness cluster up|down|status [flags] | test-summary FILE")
+}
+
+func run(args []string) error {
+	if len(args) == 0 {
+		return usage()
+	}
+	switch args[0] {
+	case "cluster":
+		if len(args) < 2 {
+			return usage()
+		}
+		return clusterCmd(args[1], args[2:])
+	case "test-summary":
+		if len(args) != 2 {
+			return usage()
+		}
+		return testSummary(args[1], os.Stdout)
+	}
+	return usage()
+}
+
+func clusterCmd(verb string, args []string) error {
+	fs := flag.NewFlagSet("cluster "+verb, flag.ContinueOnError)
+	dir := fs.String("dir", "_output/cluster", "work directory of the cluster (PKI, kubeconfig, logs, state)")
+	outputDir := fs.String("output-dir", "_output", "directory holding bin/ from hack/build-binaries.sh")
+	kubeVersion := fs.String("kube-version", envOr("KUBE_VERSION", "v1.37.2"), "Kubernetes version of the binaries")
+	gates := fs.String("feature-gates", "", "extra feature gates for apiserver, controller-manager and scheduler, e.g. CompositePodGroup=true")
+	zones := fs.Int("zones", 0, "number of zones (0: default topology)")
+	racks := fs.Int("racks-per-zone", 0, "racks per zone (0: default)")
+	nodes := fs.Int("nodes-per-rack", 0, "nodes per rack (0: default)")
+	timeout := fs.Duration("timeout", 60*time.Second, "readiness timeout of each component and of the nodes")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	switch verb {
+	case "down":
+		stopped, err := localcluster.StopWorkDir(*dir)
+		if len(stopped) == 0 && err == nil {
+			fmt.Printf("no running cluster recorded in %s\n", *dir)
+		}
+		for _, s := range stopped {
+			fmt.Printf("stopped %s\n", s)
+		}
+		return err
+	case "status":
+		s, err := localcluster.Status(*dir)
+		if err != nil {
+			return err
+		}
+		fmt.Print(s)
+		return nil
+	case "up":
+	default:
+		return usage()
+	}
+	cfg := localcluster.DefaultConfig(*outputDir, *kubeVersion, *dir)
+	cfg.Detach = true
+	cfg.ReadyTimeout = *timeout
+	cfg.Logf = func(format string, args ...any) { fmt.Printf("[cluster] "+format+"\n", args...) }
+	if err := parseGates(*gates, cfg.FeatureGates); err != nil {
+		return err
+	}
+	for _, o := range []struct {
+		v   int
+		dst *int
+	}{{*zones, &cfg.Nodes.Zones}, {*racks, &cfg.Nodes.RacksPerZone}, {*nodes, &cfg.Nodes.NodesPerRack}} {
+		if o.v > 0 {
+			*o.dst = o.v
+		}
+	}
+	c, err := localcluster.New(cfg)
+	if err != nil {
+		return err
+	}
+	// Ctrl-C during start-up stops what has started (Start cleans up on error).
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	if err := c.Start(ctx); err != nil {
+		return err
+	}
+	fmt.Printf("\nThe cluster runs in the background. Use it with:\n  export KUBECONFIG=%s\n  kubectl get nodes\nStop it with: make cluster-down (or was-harness cluster down --dir %s)\n", c.KubeconfigPath(), *dir)
+	return nil
+}
+
+// parseGates merges "A=true,B=false" into gates.
+func parseGates(s string, gates map[string]bool) error {
+	if s == "" {
+		return nil
+	}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		b, err := strconv.ParseBool(v)
+		if !ok || k == "" || err != nil {
+			return fmt.Errorf("--feature-gates: %q is not Name=true|false", kv)
+		}
+		gates[k] = b
+	}
+	return nil
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,109 @@
+package framework
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Config is the suite's configuration, from flags of the test binary
+// (`e2e.test --kubeconfig=...`) with defaults from the environment.
+type Config struct {
+	// Kubeconfig of an existing cluster. Empty: the suite starts a local cluster.
+	Kubeconfig string
+	// OutputDir holds the binaries built by hack/build-binaries.sh.
+	OutputDir string
+	// KubeVersion selects the binaries under OutputDir/bin/kube.
+	KubeVersion string
+	// Artifacts receives the cluster's logs, failure dumps and reports.
+	Artifacts string
+	// TopologyKey is the node label whose values are the domains topology
+	// specs place gangs into (the local cluster labels racks with it).
+	TopologyKey string
+	// Timeouts bound every wait; TimeoutScale multiplies them all.
+	Timeouts     Timeouts
+	TimeoutScale float64
+}
+
+// Timeouts are the bounds of the suite's waits. They are generous defaults
+// for a shared 2-core machine; a slower environment scales them with
+// --timeout-scale rather than editing specs.
+type Timeouts struct {
+	// ClusterStart bounds each component's and the nodes' readiness.
+	ClusterStart time.Duration
+	// Namespace bounds creating a spec's namespace (and its default service account).
+	Namespace time.Duration
+	// PodsBound bounds pods getting bound and running.
+	PodsBound time.Duration
+	// PodGroupCondition bounds the scheduler writing a PodGroup condition.
+	PodGroupCondition time.Duration
+	// StaysUnbound is how long a "nothing binds" claim is observed.
+	StaysUnbound time.Duration
+	// Cleanup bounds a spec's namespace teardown.
+	Cleanup time.Duration
+	// Poll is the interval between checks.
+	Poll time.Duration
+}
+
+// DefaultTimeouts are the unscaled defaults.
+func DefaultTimeouts() Timeouts {
+	return Timeouts{
+		ClusterStart:      60 * time.Second,
+		Namespace:         30 * time.Second,
+		PodsBound:         60 * time.Second,
+		PodGroupCondition: 60 * time.Second,
+		StaysUnbound:      5 * time.Second,
+		Cleanup:           90 * time.Second,
+		Poll:              200 * time.Millisecond,
+	}
+}
+
+// Scaled returns t with every bound multiplied by s (Poll is kept).
+func (t Timeouts) Scaled(s float64) Timeouts {
+	if s <= 0 || s == 1 {
+		return t
+	}
+	m := func(d time.Duration) time.Duration { return time.Duration(float64(d) * s) }
+	return Timeouts{
+		ClusterStart: m(t.ClusterStart), Namespace: m(t.Namespace), PodsBound: m(t.PodsBound),
+		PodGroupCondition: m(t.PodGroupCondition), StaysUnbound: m(t.StaysUnbound), Cleanup: m(t.Cleanup), Poll: t.Poll,
+	}
+}
+
+// TestContext is the configuration of this test process.
+var TestContext = Config{Timeouts: DefaultTimeouts(), TimeoutScale: 1}
+
+// RegisterFlags binds TestContext to flags; call it from the suite's init.
+func RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&TestContext.Kubeconfig, "kubeconfig", "", "kubeconfig of an existing cluster to test; empty starts a local cluster")
+	fs.StringVar(&TestContext.OutputDir, "output-dir", envOr("WAS_OUTPUT_DIR", "_output"), "directory with the binaries from hack/build-binaries.sh (env WAS_OUTPUT_DIR)")
+	fs.StringVar(&TestContext.KubeVersion, "kube-version", envOr("KUBE_VERSION", "v1.37.2"), "Kubernetes version of the local cluster's binaries (env KUBE_VERSION)")
+	fs.StringVar(&TestContext.Artifacts, "artifacts", envOr("ARTIFACTS", "_artifacts"), "directory for logs, failure dumps and reports (env ARTIFACTS)")
+	fs.StringVar(&TestContext.TopologyKey, "topology-key", "topology.was-harness.io/rack", "node label used as the topology domain by placement specs")
+	fs.Float64Var(&TestContext.TimeoutScale, "timeout-scale", 1, "multiplier for every timeout of the suite")
+}
+
+// Resolve makes paths absolute and applies the timeout scale; call it once flags are parsed.
+func (c *Config) Resolve() error {
+	for _, p := range []*string{&c.OutputDir, &c.Artifacts, &c.Kubeconfig} {
+		if *p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return err
+		}
+		*p = abs
+	}
+	c.Timeouts = c.Timeouts.Scaled(c.TimeoutScale)
+	c.TimeoutScale = 1
+	return os.MkdirAll(c.Artifacts, 0o755)
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,96 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// NamespaceLabel marks namespaces the harness created, so leftovers of an
+// interrupted run against an existing cluster can be found and removed.
+const NamespaceLabel = "was-harness.io/e2e"
+
+// Framework gives a spec its own namespace and cleans it up afterwards.
+// Create one per Describe with New; its fields are valid inside specs.
+type Framework struct {
+	BaseName  string
+	ClientSet kubernetes.Interface
+	Namespace string
+	Timeouts  Timeouts
+}
+
+// New registers a BeforeEach that creates a fresh namespace named after
+// baseName, and cleanup that dumps the namespace's objects when the spec
+// failed and then deletes it, waiting until its pods are gone so that the
+// next spec has the cluster's full capacity.
+func New(baseName string) *Framework {
+	f := &Framework{BaseName: baseName}
+	ginkgo.BeforeEach(func(ctx context.Context) {
+		f.ClientSet = ClientSet()
+		f.Timeouts = TestContext.Timeouts
+		gomega.Expect(f.ClientSet).NotTo(gomega.BeNil(), "the suite is not connected to a cluster (SynchronizedBeforeSuite did not run)")
+		f.Namespace = f.createNamespace(ctx)
+		ginkgo.DeferCleanup(f.cleanup)
+	})
+	return f
+}
+
+func (f *Framework) createNamespace(ctx context.Context) string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		GenerateName: f.BaseName + "-",
+		Labels:       map[string]string{NamespaceLabel: "true"},
+	}}
+	created, err := f.ClientSet.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "creating the spec's namespace")
+	name := created.Name
+	ginkgo.By("using namespace " + name)
+	// Pods are rejected until the ServiceAccount controller has made "default".
+	gomega.Eventually(ctx, func(ctx context.Context) error {
+		_, err := f.ClientSet.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
+		return err
+	}).WithTimeout(f.Timeouts.Namespace).WithPolling(f.Timeouts.Poll).Should(gomega.Succeed(),
+		"waiting for the default ServiceAccount of namespace %s", name)
+	return name
+}
+
+func (f *Framework) cleanup(ctx context.Context) {
+	if ginkgo.CurrentSpecReport().Failed() {
+		dir := DumpNamespace(ctx, f.ClientSet, f.Namespace, specArtifactDir())
+		ginkgo.GinkgoWriter.Printf("Dumped namespace %s to %s\n", f.Namespace, dir)
+	}
+	err := f.ClientSet.CoreV1().Namespaces().Delete(ctx, f.Namespace, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		ginkgo.Fail(fmt.Sprintf("deleting namespace %s: %v", f.Namespace, err))
+	}
+	gomega.Eventually(ctx, func(ctx context.Context) ([]string, error) {
+		pods, err := f.ClientSet.CoreV1().Pods(f.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		names := make([]string, 0, len(pods.Items))
+		for _, p := range pods.Items {
+			names = append(names, p.Name)
+		}
+		return names, nil
+	}).WithTimeout(f.Timeouts.Cleanup).WithPolling(f.Timeouts.Poll).Should(gomega.BeEmpty(),
+		"waiting for the pods of deleted namespace %s to go", f.Namespace)
+}
+
+var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// specArtifactDir is a directory name for the current spec's artifacts.
+func specArtifactDir() string {
+	name := unsafeChars.ReplaceAllString(ginkgo.CurrentSpecReport().FullText(), "_")
+	if len(name) > 120 {
+		name = name[:120]
+	}
+	return strings.Trim(name, "_")
+}

@@ -1,0 +1,69 @@
+package framework
+
+import (
+	"fmt"
+	"regexp"
+
+	"github.com/onsi/ginkgo/v2"
+
+	"github.com/workload-aware/apps-harness/testplan"
+)
+
+// Typed labels. Select with Ginkgo's label filter, for example
+// --ginkgo.label-filter='KEP-6276 && !Disruptive' or 'Feature:GenericWorkload'.
+
+var idPattern = regexp.MustCompile(`^[DS]-[A-Z]{1,2}[0-9]+$`)
+
+// ID labels a spec with the test-plan item it proves (for example "D-I2").
+// It panics at tree construction on an id the project's test plan lacks, so
+// a typo fails the whole run at once instead of leaving an item MISSING.
+func ID(ids ...string) ginkgo.Labels {
+	plan, err := testplan.Load()
+	if err != nil {
+		panic(err)
+	}
+	for _, id := range ids {
+		if !idPattern.MatchString(id) {
+			panic(fmt.Sprintf("framework.ID(%q): not a test-plan id (want e.g. D-I2 or S-U14)", id))
+		}
+		if _, ok := plan.Get(id); !ok {
+			panic(fmt.Sprintf("framework.ID(%q): no such item in testplan/testplan.yaml", id))
+		}
+	}
+	return ginkgo.Label(ids...)
+}
+
+// FeatureGate is a Kubernetes or harness feature gate name.
+type FeatureGate string
+
+const (
+	GenericWorkload                 FeatureGate = "GenericWorkload"
+	TopologyAwareWorkloadScheduling FeatureGate = "TopologyAwareWorkloadScheduling"
+	DRAWorkloadResourceClaims       FeatureGate = "DRAWorkloadResourceClaims"
+	CompositePodGroup               FeatureGate = "CompositePodGroup"
+	WorkloadWithDeployment          FeatureGate = "WorkloadWithDeployment"
+	WorkloadWithStatefulSet         FeatureGate = "WorkloadWithStatefulSet"
+)
+
+// WithFeatureGate labels a spec with the gates it needs, as "Feature:<gate>".
+func WithFeatureGate(gates ...FeatureGate) ginkgo.Labels {
+	out := make([]string, 0, len(gates))
+	for _, g := range gates {
+		out = append(out, "Feature:"+string(g))
+	}
+	return ginkgo.Label(out...)
+}
+
+// KEP labels a spec with the KEP it belongs to ("KEP-6276" or "KEP-6277").
+func KEP(number int) ginkgo.Labels { return ginkgo.Label(fmt.Sprintf("KEP-%d", number)) }
+
+var (
+	// Serial specs must not run beside others (they use the whole cluster's
+	// capacity or restart components). It adds Ginkgo's Serial decorator too.
+	Serial = []any{ginkgo.Serial, ginkgo.Label("Serial")}
+	// Disruptive specs restart or reconfigure cluster components.
+	Disruptive = ginkgo.Label("Disruptive")
+	// Harness labels the harness's own specs, which prove the cluster works
+	// as the KEP specs assume rather than a KEP item.
+	Harness = ginkgo.Label("Harness")
+)

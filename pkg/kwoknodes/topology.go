@@ -1,0 +1,136 @@
+// Package kwoknodes declares the simulated nodes of a harness cluster and the
+// kwok stages that give them, and the pods bound to them, a lifecycle.
+//
+// Nodes come from a topology (zones x racks x nodes, each with the same
+// capacity) so gang and topology-aware specs have real capacity to fight over
+// and real domains to land in. The nodes carry no kwok taint: pods need no
+// toleration, exactly as on a real cluster.
+package kwoknodes
+
+import (
+	_ "embed"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+const (
+	// ZoneLabel and HostnameLabel are the well-known Kubernetes labels.
+	ZoneLabel     = corev1.LabelTopologyZone
+	HostnameLabel = corev1.LabelHostname
+	// RackLabel names a node's rack, a domain smaller than a zone.
+	RackLabel = "topology.was-harness.io/rack"
+	// ManagedLabel marks nodes this package created (value "true").
+	ManagedLabel = "was-harness.io/kwok-node"
+	// ManagedAnnotation is what kwok's --manage-nodes-with-annotation-selector matches.
+	ManagedAnnotation      = "kwok.x-k8s.io/node"
+	ManagedAnnotationValue = "fake"
+)
+
+// Capacity is one node's allocatable resources.
+type Capacity struct {
+	CPU    string `json:"cpu"`
+	Memory string `json:"memory"`
+	Pods   string `json:"pods"`
+}
+
+// Topology is zones x racks per zone x nodes per rack, all alike.
+type Topology struct {
+	Zones        int      `json:"zones"`
+	RacksPerZone int      `json:"racksPerZone"`
+	NodesPerRack int      `json:"nodesPerRack"`
+	Capacity     Capacity `json:"capacity"`
+}
+
+// DefaultTopology is 2 zones x 2 racks x 2 nodes of 4 CPU, 16Gi, 110 pods.
+func DefaultTopology() Topology {
+	return Topology{Zones: 2, RacksPerZone: 2, NodesPerRack: 2, Capacity: Capacity{CPU: "4", Memory: "16Gi", Pods: "110"}}
+}
+
+// Validate names the field that is wrong.
+func (t Topology) Validate() error {
+	if t.Zones < 1 || t.RacksPerZone < 1 || t.NodesPerRack < 1 {
+		return fmt.Errorf("topology needs at least 1 zone, rack and node (got zones=%d racksPerZone=%d nodesPerRack=%d)", t.Zones, t.RacksPerZone, t.NodesPerRack)
+	}
+	if t.Zones > 26 {
+		return fmt.Errorf("topology.zones=%d: at most 26 zones (named zone-a..zone-z)", t.Zones)
+	}
+	for field, q := range map[string]string{"cpu": t.Capacity.CPU, "memory": t.Capacity.Memory, "pods": t.Capacity.Pods} {
+		if _, err := resource.ParseQuantity(q); err != nil {
+			return fmt.Errorf("topology.capacity.%s=%q: %v", field, q, err)
+		}
+	}
+	return nil
+}
+
+// Size is the number of nodes.
+func (t Topology) Size() int { return t.Zones * t.RacksPerZone * t.NodesPerRack }
+
+// ZoneName and RackName are the label values of zone z and rack r (0-based).
+func ZoneName(z int) string    { return fmt.Sprintf("zone-%c", 'a'+z) }
+func RackName(z, r int) string { return fmt.Sprintf("%s-rack-%d", ZoneName(z), r) }
+
+// NodeName is the name of node n of rack r in zone z.
+func NodeName(z, r, n int) string { return fmt.Sprintf("kwok-%s-%d", RackName(z, r), n) }
+
+// Nodes returns the Node objects to create. Their status capacity is set
+// here; kwok's node-initialize stage keeps it and adds the conditions.
+func (t Topology) Nodes() []corev1.Node {
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse(t.Capacity.CPU),
+		corev1.ResourceMemory: resource.MustParse(t.Capacity.Memory),
+		corev1.ResourcePods:   resource.MustParse(t.Capacity.Pods),
+	}
+	var out []corev1.Node
+	for z := range t.Zones {
+		for r := range t.RacksPerZone {
+			for n := range t.NodesPerRack {
+				name := NodeName(z, r, n)
+				out = append(out, corev1.Node{
+					ObjectMeta: metav1.ObjectMeta{
+						Name: name,
+						Labels: map[string]string{
+							ZoneLabel:                        ZoneName(z),
+							RackLabel:                        RackName(z, r),
+							HostnameLabel:                    name,
+							ManagedLabel:                     "true",
+							corev1.LabelOSStable:             "linux",
+							corev1.LabelArchStable:           "amd64",
+							"node-role.kubernetes.io/worker": "",
+						},
+						Annotations: map[string]string{ManagedAnnotation: ManagedAnnotationValue},
+					},
+					Status: corev1.NodeStatus{Capacity: capacity.DeepCopy(), Allocatable: capacity.DeepCopy()},
+				})
+			}
+		}
+	}
+	return out
+}
+
+// Schedulable reports whether the scheduler will consider the node: Ready
+// and without a NoSchedule/NoExecute taint (the node lifecycle controller
+// removes node.kubernetes.io/not-ready once it sees the Ready condition).
+func Schedulable(n *corev1.Node) bool {
+	ready := false
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+			ready = true
+		}
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
+			return false
+		}
+	}
+	return ready && !n.Spec.Unschedulable
+}
+
+//go:embed stages.yaml
+var stages []byte
+
+// Stages is the kwok configuration (kwok.x-k8s.io/v1alpha1 Stage objects)
+// that drives node and pod lifecycles; pass it to kwok with --config.
+func Stages() []byte { return stages }

@@ -1,0 +1,487 @@
+package localcluster
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/workload-aware/apps-harness/pkg/kwoknodes"
+)
+
+// Cluster is a local control plane. Create it with New, then Start; always
+// Stop it (Stop is safe to call more than once and after a failed Start).
+type Cluster struct {
+	mu               sync.Mutex
+	cfg              Config
+	paths            paths
+	ports            ports
+	advertiseAddress string
+	procs            map[Component]*process
+	client           kubernetes.Interface
+}
+
+// New validates cfg and prepares a cluster; nothing runs until Start.
+func New(cfg Config) (*Cluster, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Components == nil {
+		cfg.Components = map[Component]ComponentConfig{}
+	}
+	abs, err := filepath.Abs(cfg.WorkDir)
+	if err != nil {
+		return nil, err
+	}
+	cfg.WorkDir = abs
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	return &Cluster{cfg: cfg, paths: newPaths(abs), procs: map[Component]*process{}}, nil
+}
+
+// KubeconfigPath is the admin kubeconfig (system:masters).
+func (c *Cluster) KubeconfigPath() string { return c.paths.adminKubeconfig() }
+
+// LogPath is where a component's stdout and stderr go.
+func (c *Cluster) LogPath(name Component) string { return c.paths.log(name) }
+
+// LogDir holds every component's log.
+func (c *Cluster) LogDir() string { return c.paths.logs }
+
+// RESTConfig returns an admin client configuration.
+func (c *Cluster) RESTConfig() (*rest.Config, error) {
+	return clientcmd.BuildConfigFromFlags("", c.KubeconfigPath())
+}
+
+// Config returns a copy of the configuration in force (after restarts).
+func (c *Cluster) Config() Config {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.cfg
+	out.Components = map[Component]ComponentConfig{}
+	for k, v := range c.cfg.Components {
+		out.Components[k] = v.DeepCopy()
+	}
+	return out
+}
+
+func (c *Cluster) binary(name Component) string {
+	if b := c.cfg.Components[name].Binary; b != "" {
+		return b
+	}
+	if name == Etcd || name == Kwok {
+		return filepath.Join(c.cfg.ToolsBinDir, string(name))
+	}
+	return filepath.Join(c.cfg.KubeBinDir, string(name))
+}
+
+// Start generates PKI, starts every component in order and waits for each,
+// then registers the simulated nodes and waits until they are Ready. On error
+// it stops what it started.
+func (c *Cluster) Start(ctx context.Context) (err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	defer func() {
+		if err != nil {
+			c.stopLocked()
+		}
+	}()
+	t0 := time.Now()
+	if err := c.prepareWorkDir(); err != nil {
+		return err
+	}
+	if c.ports, err = allocatePorts(); err != nil {
+		return err
+	}
+	c.advertiseAddress = advertiseAddress()
+	if err := c.writePKI(); err != nil {
+		return fmt.Errorf("generating PKI: %w", err)
+	}
+	if err := os.WriteFile(c.paths.kwokConfig, kwoknodes.Stages(), 0o644); err != nil {
+		return err
+	}
+	for _, name := range Components {
+		if err := c.startLocked(ctx, name); err != nil {
+			return err
+		}
+		if err := c.saveStateLocked(); err != nil {
+			return err
+		}
+		if name == APIServer {
+			// Registered as soon as the API is up, so the node lifecycle
+			// controller's first pass can clear the not-ready taints while the
+			// remaining components start.
+			if err := c.createNodes(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	if err := c.waitNodesSchedulable(ctx); err != nil {
+		return err
+	}
+	c.cfg.Logf("cluster ready in %.1fs: kubeconfig %s, logs %s", time.Since(t0).Seconds(), c.KubeconfigPath(), c.paths.logs)
+	return nil
+}
+
+// prepareWorkDir empties the cluster's own subdirectories (a previous run's
+// etcd data would resurrect its objects) but keeps anything else the user put there.
+func (c *Cluster) prepareWorkDir() error {
+	if st, err := readState(c.paths.state()); err == nil && st.anyRunning() {
+		return fmt.Errorf("a cluster from %s is still running (pids %v); stop it first with `make cluster-down` or `was-harness cluster down --dir %s`",
+			c.paths.root, st.pids(), c.paths.root)
+	}
+	for _, d := range []string{c.paths.pki, c.paths.etcdData, filepath.Join(c.paths.root, "serving-certs")} {
+		if err := os.RemoveAll(d); err != nil {
+			return err
+		}
+	}
+	for _, d := range []string{c.paths.pki, c.paths.logs, c.paths.etcdData} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return err
+		}
+	}
+	for _, name := range Components {
+		_ = os.Remove(c.paths.log(name)) // logs of this run only
+		if err := os.MkdirAll(c.paths.certDir(name), 0o700); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) startLocked(ctx context.Context, name Component) error {
+	t0 := time.Now()
+	c.cfg.Logf("starting %s", name)
+	p, err := startProcess(name, c.binary(name), c.componentArgs(name), c.paths.log(name), c.cfg.Detach)
+	if err != nil {
+		return err
+	}
+	c.procs[name] = p
+	if err := c.waitReady(ctx, p); err != nil {
+		return err
+	}
+	c.cfg.Logf("%s ready in %.2fs (pid %d)", name, time.Since(t0).Seconds(), p.pid)
+	return nil
+}
+
+// waitReady polls the component's health endpoint until it answers, the
+// process exits, or the timeout passes; failures carry the tail of its log.
+func (c *Cluster) waitReady(ctx context.Context, p *process) error {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.ReadyTimeout)
+	defer cancel()
+	probe, err := c.probe(p.name)
+	if err != nil {
+		return err
+	}
+	var lastErr error
+	for {
+		if gone, exitErr := p.exited(); gone {
+			return fmt.Errorf("%s failed to start (%v); last lines of %s:\n%s", p.name, exitErr, p.log, tail(p.log, 25))
+		}
+		if lastErr = probe(ctx); lastErr == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s not ready after %s (last probe: %v); last lines of %s:\n%s", p.name, c.cfg.ReadyTimeout, lastErr, p.log, tail(p.log, 25))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// probe returns the readiness check of a component.
+func (c *Cluster) probe(name Component) (func(context.Context) error, error) {
+	insecure := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, // self-signed serving certs of kcm/scheduler; we only read /healthz
+	}}
+	get := func(client *http.Client, url string) func(context.Context) error {
+		return func(ctx context.Context) error {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			if err != nil {
+				return err
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("GET %s: %s", url, resp.Status)
+			}
+			return nil
+		}
+	}
+	port := c.ports.of(name)
+	switch name {
+	case Etcd:
+		return get(http.DefaultClient, fmt.Sprintf("http://127.0.0.1:%d/health", port)), nil
+	case Kwok:
+		return get(http.DefaultClient, fmt.Sprintf("http://127.0.0.1:%d/healthz", port)), nil
+	case ControllerManager, Scheduler:
+		return get(insecure, fmt.Sprintf("https://127.0.0.1:%d/healthz", port)), nil
+	case APIServer:
+		cfg, err := c.RESTConfig()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Timeout = 2 * time.Second
+		client, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context) error {
+			_, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+			return err
+		}, nil
+	}
+	return nil, fmt.Errorf("no readiness probe for %q", name)
+}
+
+func (c *Cluster) adminClient() (kubernetes.Interface, error) {
+	if c.client != nil {
+		return c.client, nil
+	}
+	cfg, err := c.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	c.client, err = kubernetes.NewForConfig(cfg)
+	return c.client, err
+}
+
+// createNodes registers the topology's nodes.
+func (c *Cluster) createNodes(ctx context.Context) error {
+	client, err := c.adminClient()
+	if err != nil {
+		return err
+	}
+	nodes := c.cfg.Nodes.Nodes()
+	for i := range nodes {
+		if _, err := client.CoreV1().Nodes().Create(ctx, &nodes[i], metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating node %s: %w", nodes[i].Name, err)
+		}
+	}
+	return nil
+}
+
+// waitNodesSchedulable waits until kwok has made every node Ready and the node
+// lifecycle controller has lifted the not-ready taint, so the scheduler will
+// place pods on them.
+func (c *Cluster) waitNodesSchedulable(ctx context.Context) error {
+	client, err := c.adminClient()
+	if err != nil {
+		return err
+	}
+	nodes := c.cfg.Nodes.Nodes()
+	t0 := time.Now()
+	var notReady []string
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, c.cfg.ReadyTimeout, true, func(ctx context.Context) (bool, error) {
+		list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: kwoknodes.ManagedLabel + "=true"})
+		if err != nil {
+			return false, nil
+		}
+		notReady = notReady[:0]
+		for _, n := range list.Items {
+			if !kwoknodes.Schedulable(&n) {
+				notReady = append(notReady, n.Name)
+			}
+		}
+		return len(list.Items) == len(nodes) && len(notReady) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("nodes not Ready and untainted after %s: %v; last lines of %s:\n%s",
+			c.cfg.ReadyTimeout, notReady, c.paths.log(Kwok), tail(c.paths.log(Kwok), 15))
+	}
+	c.cfg.Logf("%d nodes Ready in %.2fs", len(nodes), time.Since(t0).Seconds())
+	return nil
+}
+
+// Restart stops one component and starts it again with mutate applied to its
+// ComponentConfig, on the same port, while the rest keeps running. A mutate of
+// nil restarts with the same flags.
+func (c *Cluster) Restart(ctx context.Context, name Component, mutate func(*ComponentConfig)) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !known(name) {
+		return fmt.Errorf("Restart: unknown component %q; known: %v", name, Components)
+	}
+	if mutate != nil {
+		cc := c.cfg.Components[name].DeepCopy()
+		mutate(&cc)
+		next := c.cfg
+		next.Components = map[Component]ComponentConfig{}
+		for k, v := range c.cfg.Components {
+			next.Components[k] = v
+		}
+		next.Components[name] = cc
+		if err := next.Validate(); err != nil {
+			return fmt.Errorf("Restart %s: %w", name, err)
+		}
+		c.cfg = next
+	}
+	if p := c.procs[name]; p != nil {
+		c.cfg.Logf("stopping %s (pid %d) for restart", name, p.pid)
+		if err := p.stop(15 * time.Second); err != nil {
+			return err
+		}
+	}
+	if err := c.startLocked(ctx, name); err != nil {
+		return fmt.Errorf("restarting %s: %w", name, err)
+	}
+	return c.saveStateLocked()
+}
+
+// Stop stops every component in reverse start order. It reports, but does
+// not stop at, a component that refuses to die.
+func (c *Cluster) Stop() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stopLocked()
+}
+
+func (c *Cluster) stopLocked() error {
+	var errs []error
+	for i := len(Components) - 1; i >= 0; i-- {
+		if p := c.procs[Components[i]]; p != nil {
+			if err := p.stop(10 * time.Second); err != nil {
+				errs = append(errs, err)
+			}
+			delete(c.procs, Components[i])
+		}
+	}
+	_ = os.Remove(c.paths.state())
+	return errors.Join(errs...)
+}
+
+// PIDs returns the PIDs of the running components.
+func (c *Cluster) PIDs() map[Component]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[Component]int{}
+	for name, p := range c.procs {
+		out[name] = p.pid
+	}
+	return out
+}
+
+// --- state file: lets another process (`cluster down`) stop what Start began.
+
+type stateComponent struct {
+	Name   Component `json:"name"`
+	PID    int       `json:"pid"`
+	Binary string    `json:"binary"`
+	Log    string    `json:"log"`
+}
+
+type state struct {
+	Name       string           `json:"name"`
+	Kubeconfig string           `json:"kubeconfig"`
+	Components []stateComponent `json:"components"`
+}
+
+func (s *state) anyRunning() bool { return len(s.pids()) > 0 }
+
+func (s *state) pids() []int {
+	var out []int
+	for _, sc := range s.Components {
+		if pidRuns(sc.PID, sc.Binary) {
+			out = append(out, sc.PID)
+		}
+	}
+	return out
+}
+
+func (c *Cluster) saveStateLocked() error {
+	st := state{Name: c.cfg.Name, Kubeconfig: c.KubeconfigPath()}
+	for _, name := range Components {
+		if p := c.procs[name]; p != nil {
+			st.Components = append(st.Components, stateComponent{Name: name, PID: p.pid, Binary: c.binary(name), Log: p.log})
+		}
+	}
+	data, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(c.paths.state(), data, 0o644)
+}
+
+func readState(path string) (*state, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	st := &state{}
+	if err := json.Unmarshal(data, st); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return st, nil
+}
+
+// StopWorkDir stops the components recorded in workDir's state file by a
+// cluster started elsewhere (for example by `make cluster-up`), in reverse
+// start order, checking that each PID still runs the recorded binary. It
+// returns the components it stopped; no state file means nothing to stop.
+func StopWorkDir(workDir string) ([]string, error) {
+	path := newPaths(workDir).state()
+	st, err := readState(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var stopped []string
+	var errs []error
+	for i := len(st.Components) - 1; i >= 0; i-- {
+		sc := st.Components[i]
+		if !pidRuns(sc.PID, sc.Binary) {
+			continue
+		}
+		p := &process{name: sc.Name, pid: sc.PID, log: sc.Log}
+		if err := p.stop(10 * time.Second); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		stopped = append(stopped, fmt.Sprintf("%s (pid %d)", sc.Name, sc.PID))
+	}
+	if len(errs) == 0 {
+		_ = os.Remove(path)
+	}
+	return stopped, errors.Join(errs...)
+}
+
+// Status describes a cluster recorded in workDir: one line per component.
+func Status(workDir string) (string, error) {
+	st, err := readState(newPaths(workDir).state())
+	if errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("no cluster recorded in %s (start one with `make cluster-up`)", workDir)
+	}
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "kubeconfig: %s\n", st.Kubeconfig)
+	for _, sc := range st.Components {
+		status := "stopped"
+		if pidRuns(sc.PID, sc.Binary) {
+			status = "running"
+		}
+		fmt.Fprintf(&b, "%-24s pid %-7d %-8s log %s\n", sc.Name, sc.PID, status, sc.Log)
+	}
+	return b.String(), nil
+}

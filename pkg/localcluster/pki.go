@@ -1,0 +1,110 @@
+package localcluster
+
+import (
+	"fmt"
+	"net"
+	"os"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/workload-aware/apps-harness/pkg/pki"
+)
+
+// identity is a client certificate subject; RBAC's bootstrap policy grants the
+// system:* users and the system:masters group what each component needs.
+type identity struct {
+	file string
+	cn   string
+	orgs []string
+}
+
+var clientIdentities = []identity{
+	{"admin", "kubernetes-admin", []string{"system:masters"}},
+	{string(ControllerManager), "system:kube-controller-manager", nil},
+	{string(Scheduler), "system:kube-scheduler", nil},
+	// kwok plays every kubelet; it needs node and pod status writes across all nodes.
+	{string(Kwok), "kwok", []string{"system:masters"}},
+	{"apiserver-kubelet-client", "kube-apiserver-kubelet-client", []string{"system:masters"}},
+}
+
+// writePKI generates the CA, the apiserver serving certificate, one client
+// certificate per identity, the service-account key pair, and a kubeconfig per
+// component plus the admin's.
+func (c *Cluster) writePKI() error {
+	p := c.paths
+	ca, err := pki.NewCA("was-harness-ca")
+	if err != nil {
+		return err
+	}
+	if _, _, err := ca.Write(p.pki); err != nil {
+		return err
+	}
+	ips := []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.96.0.1")}
+	if ip := net.ParseIP(c.advertiseAddress); ip != nil && !ip.IsLoopback() {
+		ips = append(ips, ip)
+	}
+	serving, err := ca.Issue(pki.CertRequest{
+		CommonName: "kube-apiserver",
+		DNSNames:   []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
+		IPs:        ips,
+		Server:     true,
+	})
+	if err != nil {
+		return err
+	}
+	if _, _, err := serving.Write(p.pki, "apiserver"); err != nil {
+		return err
+	}
+	server := fmt.Sprintf("https://127.0.0.1:%d", c.ports.apiserver)
+	for _, id := range clientIdentities {
+		kp, err := ca.Issue(pki.CertRequest{CommonName: id.cn, Organization: id.orgs, Client: true})
+		if err != nil {
+			return err
+		}
+		if _, _, err := kp.Write(p.pki, id.file); err != nil {
+			return err
+		}
+		kcPath := p.kubeconfig(Component(id.file))
+		if id.file == "admin" {
+			kcPath = p.adminKubeconfig()
+		} else if id.file == "apiserver-kubelet-client" {
+			continue
+		}
+		if err := writeKubeconfig(kcPath, c.cfg.Name, server, ca, kp); err != nil {
+			return err
+		}
+	}
+	sa, err := pki.NewServiceAccountKey()
+	if err != nil {
+		return err
+	}
+	keyPEM, err := pki.KeyPEM(sa)
+	if err != nil {
+		return err
+	}
+	pubPEM, err := pki.PublicKeyPEM(sa)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(p.saKey, keyPEM, 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(p.saPub, pubPEM, 0o644)
+}
+
+// writeKubeconfig writes a kubeconfig with the certificates embedded, so it
+// can be copied anywhere on the machine.
+func writeKubeconfig(path, name, server string, ca *pki.CA, kp *pki.KeyPair) error {
+	keyPEM, err := pki.KeyPEM(kp.Key)
+	if err != nil {
+		return err
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: pki.CertPEM(ca.Cert)}
+	user := kp.Cert.Subject.CommonName
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: pki.CertPEM(kp.Cert), ClientKeyData: keyPEM}
+	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: user}
+	cfg.CurrentContext = name
+	return clientcmd.WriteToFile(*cfg, path)
+}
