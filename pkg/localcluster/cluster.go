@@ -33,6 +33,7 @@ type Cluster struct {
 	advertiseAddress string
 	procs            map[Component]*process
 	client           kubernetes.Interface
+	wroteState       bool
 }
 
 // New validates cfg and prepares a cluster; nothing runs until Start.
@@ -43,11 +44,26 @@ func New(cfg Config) (*Cluster, error) {
 	if cfg.Components == nil {
 		cfg.Components = map[Component]ComponentConfig{}
 	}
-	abs, err := filepath.Abs(cfg.WorkDir)
-	if err != nil {
-		return nil, err
+	// Absolute paths: the state file must name the very binaries /proc shows,
+	// and components must not depend on the caller's working directory.
+	for _, p := range []*string{&cfg.WorkDir, &cfg.KubeBinDir, &cfg.ToolsBinDir} {
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return nil, err
+		}
+		*p = abs
 	}
-	cfg.WorkDir = abs
+	for name, cc := range cfg.Components {
+		if cc.Binary != "" {
+			abs, err := filepath.Abs(cc.Binary)
+			if err != nil {
+				return nil, err
+			}
+			cc.Binary = abs
+			cfg.Components[name] = cc
+		}
+	}
+	abs := cfg.WorkDir
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
@@ -364,7 +380,12 @@ func (c *Cluster) stopLocked() error {
 			delete(c.procs, Components[i])
 		}
 	}
-	_ = os.Remove(c.paths.state())
+	if c.wroteState && len(errs) == 0 {
+		// Only the state this cluster wrote: a Start refused because another
+		// cluster runs in the same directory must not orphan that cluster.
+		_ = os.Remove(c.paths.state())
+		c.wroteState = false
+	}
 	return errors.Join(errs...)
 }
 
@@ -417,7 +438,11 @@ func (c *Cluster) saveStateLocked() error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(c.paths.state(), data, 0o644)
+	if err := os.WriteFile(c.paths.state(), data, 0o644); err != nil {
+		return err
+	}
+	c.wroteState = true
+	return nil
 }
 
 func readState(path string) (*state, error) {

@@ -223,3 +223,51 @@ func adminClient(t *testing.T, c *Cluster) kubernetes.Interface {
 	}
 	return kubernetes.NewForConfigOrDie(cfg)
 }
+
+// TestClusterDownStopsADetachedCluster is `make cluster-up` then `make
+// cluster-down`: a detached cluster, configured with relative paths, stopped
+// from its state file alone as another process would.
+func TestClusterDownStopsADetachedCluster(t *testing.T) {
+	cfg := binariesOrSkip(t)
+	wd, _ := os.Getwd()
+	for _, p := range []*string{&cfg.KubeBinDir, &cfg.ToolsBinDir} {
+		rel, err := filepath.Rel(wd, *p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		*p = rel
+	}
+	cfg.Detach = true
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Stop() })
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	pids := c.PIDs()
+	if _, err := New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	second, _ := New(cfg)
+	if err := second.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "still running") {
+		_ = second.Stop()
+		t.Errorf("a second Start over a running cluster's work directory = %v, want a 'still running' error", err)
+	}
+	stopped, err := StopWorkDir(cfg.WorkDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stopped) != len(Components) {
+		t.Errorf("StopWorkDir stopped %v, want all %d components", stopped, len(Components))
+	}
+	for name, pid := range pids {
+		if pidAlive(pid) {
+			t.Errorf("%s (pid %d) still runs after StopWorkDir", name, pid)
+		}
+	}
+	if again, err := StopWorkDir(cfg.WorkDir); err != nil || len(again) != 0 {
+		t.Errorf("a second StopWorkDir = %v, %v; want nothing to do", again, err)
+	}
+}
