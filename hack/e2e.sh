@@ -46,6 +46,7 @@ args=(
 )
 [[ -n $E2E_KUBECONFIG ]] && args+=(--kubeconfig="$E2E_KUBECONFIG")
 [[ -n $LABEL_FILTER ]] && args+=(--ginkgo.label-filter="$LABEL_FILTER")
+[[ -t 1 ]] || args+=(--ginkgo.no-color) # plain text in CI logs and e2e.log
 rc=0
 "$OUTPUT_DIR/bin/e2e.test" "${args[@]}" "$@" 2>&1 | tee "$ARTIFACTS/e2e.log" || rc=$?
 
