@@ -3,6 +3,7 @@ package framework
 import (
 	"fmt"
 	"regexp"
+	"sync"
 
 	"github.com/onsi/ginkgo/v2"
 
@@ -18,7 +19,7 @@ var idPattern = regexp.MustCompile(`^[DS]-[A-Z]{1,2}[0-9]+$`)
 // It panics at tree construction on an id the project's test plan lacks, so
 // a typo fails the whole run at once instead of leaving an item MISSING.
 func ID(ids ...string) ginkgo.Labels {
-	plan, err := testplan.Load()
+	plan, err := loadPlan()
 	if err != nil {
 		panic(err)
 	}
@@ -67,3 +68,6 @@ var (
 	// as the KEP specs assume rather than a KEP item.
 	Harness = ginkgo.Label("Harness")
 )
+
+// loadPlan parses the embedded test plan once per process.
+var loadPlan = sync.OnceValues(testplan.Load)

@@ -98,6 +98,14 @@ func run(args []string) int {
 		fmt.Printf("unknown ids (not in the test plan): %s\n", strings.Join(ids, ", "))
 	}
 	fmt.Printf("report written to %s\n", *out)
+	// A closing line in the plain "N passed, N failed" form CI logs are read for.
+	specs := map[testplan.Status]int{}
+	for _, r := range results {
+		if r.Source == testplan.SourceJUnit && !r.SuiteLevel {
+			specs[r.Status]++
+		}
+	}
+	fmt.Printf("e2e: %d passed, %d failed, %d skipped\n", specs[testplan.StatusPass], specs[testplan.StatusFail], specs[testplan.StatusSkip])
 
 	counts := rep.Counts()
 	var hit []string

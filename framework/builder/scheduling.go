@@ -176,29 +176,15 @@ func PodGroup(name, ns string) *PodGroupWrapper {
 	}}
 }
 
-// FromTemplate returns a wrapper for a PodGroup named name in namespace ns
-// stamped from template t of Workload workloadName, the way a workload
-// controller would: workloadRef is {workloadName, t.Name}, and the scheduling
-// policy, scheduling constraints, disruption mode, resource claims and
-// priorityClassName are deep-copied from t. The template's priority and
-// preemptionPolicy are not copied (admission resolves them from the priority
-// class). Ownership is left to the caller (OwnerReference).
-func FromTemplate(name, ns, workloadName string, t schedulingv1beta1.PodGroupTemplate) *PodGroupWrapper {
-	t = *t.DeepCopy()
-	return &PodGroupWrapper{PodGroup: schedulingv1beta1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: schedulingv1beta1.PodGroupSpec{
-			WorkloadRef: &schedulingv1beta1.WorkloadReference{
-				WorkloadName: workloadName,
-				TemplateName: t.Name,
-			},
-			SchedulingPolicy:      t.SchedulingPolicy,
-			SchedulingConstraints: t.SchedulingConstraints,
-			ResourceClaims:        t.ResourceClaims,
-			DisruptionMode:        t.DisruptionMode,
-			PriorityClassName:     t.PriorityClassName,
-		},
-	}}
+// A PodGroup stamped from a Workload's template is made with the upstream
+// k8s.io/component-helpers workloadbuilder (NewBuilderFromExistingWorkload(w,
+// opts).NewPodGroup), exactly as workload controllers do; WrapPodGroup lets a
+// spec adjust its result fluently.
+
+// WrapPodGroup wraps an existing PodGroup (for example one built by
+// workloadbuilder) so the options below apply to a copy of it.
+func WrapPodGroup(pg *schedulingv1beta1.PodGroup) *PodGroupWrapper {
+	return &PodGroupWrapper{PodGroup: *pg.DeepCopy()}
 }
 
 // Obj returns a deep copy of the built PodGroup.
