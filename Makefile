@@ -36,7 +36,7 @@ binaries: ## Build the pinned control-plane binaries (cold ~7 min, cached after)
 .PHONY: tools
 tools: ## Build the harness's own commands into _output/bin.
 	@mkdir -p $(OUTPUT_DIR)/bin
-	go build -o $(OUTPUT_DIR)/bin/ ./cmd/...
+	go build -o $(OUTPUT_DIR)/bin/ ./cmd/... ./controllers/cmd/...
 
 .PHONY: test
 test: tools ## go vet and unit tests; go test -json goes to $(ARTIFACTS)/unit.json.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -46,7 +47,10 @@ func New(cfg Config) (*Cluster, error) {
 	}
 	// Absolute paths: the state file must name the very binaries /proc shows,
 	// and components must not depend on the caller's working directory.
-	for _, p := range []*string{&cfg.WorkDir, &cfg.KubeBinDir, &cfg.ToolsBinDir} {
+	for _, p := range []*string{&cfg.WorkDir, &cfg.KubeBinDir, &cfg.ToolsBinDir, &cfg.Reference.Binary} {
+		if *p == "" {
+			continue
+		}
 		abs, err := filepath.Abs(*p)
 		if err != nil {
 			return nil, err
@@ -103,6 +107,9 @@ func (c *Cluster) binary(name Component) string {
 	if name == Etcd || name == Kwok {
 		return filepath.Join(c.cfg.ToolsBinDir, string(name))
 	}
+	if name.IsReference() {
+		return c.cfg.Reference.Binary
+	}
 	return filepath.Join(c.cfg.KubeBinDir, string(name))
 }
 
@@ -131,18 +138,28 @@ func (c *Cluster) Start(ctx context.Context) (err error) {
 	if err := os.WriteFile(c.paths.kwokConfig, kwoknodes.Stages(), 0o644); err != nil {
 		return err
 	}
-	for _, name := range Components {
+	for _, name := range c.components() {
 		if err := c.startLocked(ctx, name); err != nil {
 			return err
 		}
 		if err := c.saveStateLocked(); err != nil {
 			return err
 		}
-		if name == APIServer {
+		switch name {
+		case APIServer:
 			// Registered as soon as the API is up, so the node lifecycle
 			// controller's first pass can clear the not-ready taints while the
 			// remaining components start.
 			if err := c.createNodes(ctx); err != nil {
+				return err
+			}
+			if c.cfg.Reference.Enabled {
+				if err := c.installReferenceRBAC(ctx); err != nil {
+					return err
+				}
+			}
+		case WASWebhook:
+			if err := c.registerWebhook(ctx); err != nil {
 				return err
 			}
 		}
@@ -171,7 +188,7 @@ func (c *Cluster) prepareWorkDir() error {
 			return err
 		}
 	}
-	for _, name := range Components {
+	for _, name := range c.components() {
 		_ = os.Remove(c.paths.log(name)) // logs of this run only
 		if err := os.MkdirAll(c.paths.certDir(name), 0o700); err != nil {
 			return err
@@ -250,6 +267,8 @@ func (c *Cluster) probe(name Component) (func(context.Context) error, error) {
 		return get(http.DefaultClient, fmt.Sprintf("http://127.0.0.1:%d/healthz", port)), nil
 	case ControllerManager, Scheduler:
 		return get(insecure, fmt.Sprintf("https://127.0.0.1:%d/healthz", port)), nil
+	case WASWebhook, WASControllerManager:
+		return get(http.DefaultClient, fmt.Sprintf("http://127.0.0.1:%d/healthz", port)), nil
 	case APIServer:
 		cfg, err := c.RESTConfig()
 		if err != nil {
@@ -333,8 +352,8 @@ func (c *Cluster) waitNodesSchedulable(ctx context.Context) error {
 func (c *Cluster) Restart(ctx context.Context, name Component, mutate func(*ComponentConfig)) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !known(name) {
-		return fmt.Errorf("Restart: unknown component %q; known: %v", name, Components)
+	if !slices.Contains(c.components(), name) {
+		return fmt.Errorf("Restart: component %q does not run in this cluster; running: %v", name, c.components())
 	}
 	if mutate != nil {
 		cc := c.cfg.Components[name].DeepCopy()
@@ -429,7 +448,7 @@ func (s *state) pids() []int {
 
 func (c *Cluster) saveStateLocked() error {
 	st := state{Name: c.cfg.Name, Kubeconfig: c.KubeconfigPath()}
-	for _, name := range Components {
+	for _, name := range c.components() {
 		if p := c.procs[name]; p != nil {
 			st.Components = append(st.Components, stateComponent{Name: name, PID: p.pid, Binary: c.binary(name), Log: p.log})
 		}
@@ -510,3 +529,18 @@ func Status(workDir string) (string, error) {
 	}
 	return b.String(), nil
 }
+
+// components returns the components this cluster runs, in start order.
+func (c *Cluster) components() []Component {
+	var out []Component
+	for _, name := range Components {
+		if name.IsReference() && !c.cfg.Reference.Enabled {
+			continue
+		}
+		out = append(out, name)
+	}
+	return out
+}
+
+// RunningComponents lists the components this cluster runs, in start order.
+func (c *Cluster) RunningComponents() []Component { return c.components() }

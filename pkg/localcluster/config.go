@@ -27,14 +27,47 @@ const (
 	ControllerManager Component = "kube-controller-manager"
 	Scheduler         Component = "kube-scheduler"
 	Kwok              Component = "kwok"
+	// WASWebhook is the reference implementation's admission side: its
+	// validating webhook, registered with the apiserver (the part of the KEPs
+	// that would live in kube-apiserver).
+	WASWebhook Component = "was-webhook"
+	// WASControllerManager is the reference implementation's controller side:
+	// the upstream apps controllers with the KEPs' hooks, in place of
+	// kube-controller-manager's own.
+	WASControllerManager Component = "was-controller-manager"
 )
 
-// Components lists the components in start order; Stop goes in reverse.
-var Components = []Component{Etcd, APIServer, ControllerManager, Scheduler, Kwok}
+// Components lists every component in start order; Stop goes in reverse. A
+// cluster without the reference implementation runs the first five.
+var Components = []Component{Etcd, APIServer, ControllerManager, Scheduler, Kwok, WASWebhook, WASControllerManager}
+
+// IsReference reports whether c is part of the reference implementation.
+func (c Component) IsReference() bool { return c == WASWebhook || c == WASControllerManager }
 
 // TakesKubeFeatureGates reports whether c accepts Kubernetes --feature-gates.
 func (c Component) TakesKubeFeatureGates() bool {
-	return c == APIServer || c == ControllerManager || c == Scheduler
+	return c == APIServer || c == ControllerManager || c == Scheduler || c.IsReference()
+}
+
+// ReferenceConfig selects the reference implementation of KEP-6276/6277.
+type ReferenceConfig struct {
+	// Enabled runs was-webhook and was-controller-manager, and turns off the
+	// kube-controller-manager controllers they replace.
+	Enabled bool
+	// Binary is the was-controller-manager binary.
+	Binary string
+	// FeatureGates are the gates only the reference implementation knows,
+	// applied to both of its components on top of Config.FeatureGates.
+	FeatureGates map[string]bool
+}
+
+// ReplacedControllers are the kube-controller-manager controllers the
+// reference implementation runs instead.
+var ReplacedControllers = []string{"deployment-controller", "replicaset-controller"}
+
+// DefaultReferenceFeatureGates turns on the KEPs' gates in the reference implementation.
+func DefaultReferenceFeatureGates() map[string]bool {
+	return map[string]bool{"WorkloadWithDeployment": true}
 }
 
 // ComponentConfig holds the per-component inputs. The zero value runs the
@@ -73,6 +106,8 @@ type Config struct {
 	RuntimeConfig map[string]string
 	// Components holds per-component overrides.
 	Components map[Component]ComponentConfig
+	// Reference is the reference implementation of the KEPs.
+	Reference ReferenceConfig
 	// Nodes is the simulated node topology kwok manages.
 	Nodes kwoknodes.Topology
 	// ReadyTimeout bounds the wait for each component and for the nodes.
@@ -118,7 +153,12 @@ func DefaultConfig(outputDir, kubeVersion, workDir string) Config {
 		RuntimeConfig: DefaultRuntimeConfig(),
 		Components:    map[Component]ComponentConfig{},
 		Nodes:         kwoknodes.DefaultTopology(),
-		ReadyTimeout:  60 * time.Second,
+		Reference: ReferenceConfig{
+			Enabled:      true,
+			Binary:       filepath.Join(outputDir, "bin", "was-controller-manager"),
+			FeatureGates: DefaultReferenceFeatureGates(),
+		},
+		ReadyTimeout: 60 * time.Second,
 	}
 }
 

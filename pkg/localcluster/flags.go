@@ -66,6 +66,9 @@ func (c *Config) EffectiveFeatureGates(name Component) map[string]bool {
 	if gates == nil {
 		gates = map[string]bool{}
 	}
+	if name.IsReference() {
+		maps.Copy(gates, c.Reference.FeatureGates)
+	}
 	maps.Copy(gates, c.Components[name].FeatureGates)
 	return gates
 }
@@ -133,10 +136,24 @@ func (c *Cluster) componentArgs(name Component) []string {
 				arg{"cluster-signing-cert-file", p.crt("ca")},
 				arg{"cluster-signing-key-file", p.key("ca")},
 				arg{"use-service-account-credentials", "true"},
-				arg{"controllers", "*"},
+				arg{"controllers", c.kcmControllers()},
 				// Node health is checked every second rather than every five, so
 				// new kwok nodes lose their not-ready taint within a second.
 				arg{"node-monitor-period", "1s"},
+			)
+		}
+	case WASWebhook, WASControllerManager:
+		defaults = []arg{
+			{"kubeconfig", p.kubeconfig(WASControllerManager)},
+			{"bind-address", fmt.Sprintf("%s:%d", local, c.ports.of(name))},
+			{"v", "2"},
+		}
+		if name == WASWebhook {
+			defaults = append(defaults,
+				arg{"controllers", ""},
+				arg{"webhook-bind-address", fmt.Sprintf("%s:%d", local, c.ports.wasWebhookServing)},
+				arg{"tls-cert-file", p.crt(string(WASWebhook))},
+				arg{"tls-private-key-file", p.key(string(WASWebhook))},
 			)
 		}
 	case Kwok:
@@ -155,4 +172,16 @@ func (c *Cluster) componentArgs(name Component) []string {
 
 func kwokNodeSelector() string {
 	return kwoknodes.ManagedAnnotation + "=" + kwoknodes.ManagedAnnotationValue
+}
+
+// kcmControllers is kube-controller-manager's --controllers: everything,
+// less what the reference implementation replaces.
+func (c *Cluster) kcmControllers() string {
+	v := "*"
+	if c.cfg.Reference.Enabled {
+		for _, name := range ReplacedControllers {
+			v += ",-" + name
+		}
+	}
+	return v
 }

@@ -26,6 +26,8 @@ var clientIdentities = []identity{
 	// kwok plays every kubelet; it needs node and pod status writes across all nodes.
 	{string(Kwok), "kwok", []string{"system:masters"}},
 	{"apiserver-kubelet-client", "kube-apiserver-kubelet-client", []string{"system:masters"}},
+	// The reference implementation: only what controllers/config/rbac.yaml grants.
+	{string(WASControllerManager), "was-controller-manager", nil},
 }
 
 // writePKI generates the CA, the apiserver serving certificate, one client
@@ -54,6 +56,14 @@ func (c *Cluster) writePKI() error {
 		return err
 	}
 	if _, _, err := serving.Write(p.pki, "apiserver"); err != nil {
+		return err
+	}
+	// The apiserver calls the reference webhook on loopback.
+	webhook, err := ca.Issue(pki.CertRequest{CommonName: string(WASWebhook), DNSNames: []string{"localhost"}, IPs: []net.IP{net.ParseIP("127.0.0.1")}, Server: true})
+	if err != nil {
+		return err
+	}
+	if _, _, err := webhook.Write(p.pki, string(WASWebhook)); err != nil {
 		return err
 	}
 	server := fmt.Sprintf("https://127.0.0.1:%d", c.ports.apiserver)

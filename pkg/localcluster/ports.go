@@ -9,6 +9,8 @@ import (
 // first start, and kept across component restarts so clients keep working.
 type ports struct {
 	etcdClient, etcdPeer, apiserver, controllerManager, scheduler, kwok int
+	// The reference implementation: health/metrics of each process, and the webhook.
+	wasWebhook, wasWebhookServing, wasControllerManager int
 }
 
 func (p *ports) of(name Component) int {
@@ -23,6 +25,10 @@ func (p *ports) of(name Component) int {
 		return p.scheduler
 	case Kwok:
 		return p.kwok
+	case WASWebhook:
+		return p.wasWebhook
+	case WASControllerManager:
+		return p.wasControllerManager
 	}
 	return 0
 }
@@ -51,11 +57,12 @@ func FreePorts(n int) ([]int, error) {
 }
 
 func allocatePorts() (ports, error) {
-	p, err := FreePorts(6)
+	p, err := FreePorts(9)
 	if err != nil {
 		return ports{}, err
 	}
-	return ports{etcdClient: p[0], etcdPeer: p[1], apiserver: p[2], controllerManager: p[3], scheduler: p[4], kwok: p[5]}, nil
+	return ports{etcdClient: p[0], etcdPeer: p[1], apiserver: p[2], controllerManager: p[3], scheduler: p[4], kwok: p[5],
+		wasWebhook: p[6], wasWebhookServing: p[7], wasControllerManager: p[8]}, nil
 }
 
 // advertiseAddress picks the machine's first non-loopback IPv4 address: the

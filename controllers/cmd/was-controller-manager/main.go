@@ -1,0 +1,249 @@
+// Command was-controller-manager is the reference implementation of KEP-6276
+// (and, with later issues, KEP-6277): the upstream Deployment and ReplicaSet
+// controllers of k8s.io/kubernetes v1.37.2, imported as libraries and run
+// unchanged, with the KEP's Workload and PodGroup handling layered in at the
+// seams the upstream code offers (see controllers/deployment). It can also
+// serve the KEP's admission rules as a validating webhook.
+//
+// The harness runs it twice from one binary: once as the controller side
+// (in place of kube-controller-manager's deployment and replicaset
+// controllers) and once as the admission side (--controllers= with
+// --webhook-bind-address), so each side's feature gates can differ, exactly
+// as kube-controller-manager's and kube-apiserver's can.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"slices"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	v1core "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/component-base/logs"
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/controller-manager/pkg/clientbuilder"
+	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/controller"
+	upstreamdeployment "k8s.io/kubernetes/pkg/controller/deployment"
+	"k8s.io/kubernetes/pkg/controller/replicaset"
+	consistencyutil "k8s.io/kubernetes/pkg/controller/util/consistency"
+
+	"github.com/workload-aware/apps-harness/controllers/admission"
+	wasdeployment "github.com/workload-aware/apps-harness/controllers/deployment"
+	"github.com/workload-aware/apps-harness/controllers/features"
+	"github.com/workload-aware/apps-harness/controllers/schedulingapi"
+)
+
+// knownControllers are the names --controllers accepts.
+var knownControllers = []string{"deployment", "replicaset"}
+
+type options struct {
+	kubeconfig         string
+	controllers        []string
+	bindAddress        string
+	webhookBindAddress string
+	tlsCertFile        string
+	tlsKeyFile         string
+	useSACredentials   bool
+	deploymentWorkers  int
+	replicaSetWorkers  int
+}
+
+func main() {
+	o := options{}
+	fs := pflag.NewFlagSet("was-controller-manager", pflag.ExitOnError)
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (its identity bootstraps the per-controller service-account clients)")
+	fs.StringSliceVar(&o.controllers, "controllers", knownControllers, fmt.Sprintf("controllers to run, of %v; empty runs none (admission only)", knownControllers))
+	fs.StringVar(&o.bindAddress, "bind-address", "127.0.0.1:10290", "address of the plain HTTP server for /healthz and /metrics")
+	fs.StringVar(&o.webhookBindAddress, "webhook-bind-address", "", "address of the HTTPS validating webhook; empty disables it")
+	fs.StringVar(&o.tlsCertFile, "tls-cert-file", "", "serving certificate of the webhook")
+	fs.StringVar(&o.tlsKeyFile, "tls-private-key-file", "", "serving key of the webhook")
+	fs.BoolVar(&o.useSACredentials, "use-service-account-credentials", true, "run each controller with its own kube-system service account, as kube-controller-manager does")
+	fs.IntVar(&o.deploymentWorkers, "concurrent-deployment-syncs", 5, "Deployment controller workers")
+	fs.IntVar(&o.replicaSetWorkers, "concurrent-replicaset-syncs", 5, "ReplicaSet controller workers")
+	utilfeature.DefaultMutableFeatureGate.AddFlag(fs)
+	logs.AddFlags(fs)
+	_ = fs.Parse(os.Args[1:])
+	logs.InitLogs()
+	defer logs.FlushLogs()
+
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer cancel()
+	if err := run(ctx, o); err != nil {
+		klog.ErrorS(err, "was-controller-manager failed")
+		logs.FlushLogs()
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options) error {
+	logger := klog.FromContext(ctx)
+	if errs := utilfeature.DefaultMutableFeatureGate.Validate(); len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	for _, c := range o.controllers {
+		if !slices.Contains(knownControllers, c) {
+			return fmt.Errorf("--controllers: unknown controller %q; known: %v", c, knownControllers)
+		}
+	}
+	if o.webhookBindAddress != "" && (o.tlsCertFile == "" || o.tlsKeyFile == "") {
+		return fmt.Errorf("--webhook-bind-address needs --tls-cert-file and --tls-private-key-file")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("--kubeconfig: %w", err)
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	root, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	logger.Info("Starting", "controllers", o.controllers, "webhook", o.webhookBindAddress,
+		string(features.WorkloadWithDeployment), features.Enabled(features.WorkloadWithDeployment))
+	wasdeployment.RegisterMetrics()
+
+	var healthy atomic.Bool
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", legacyregistry.Handler())
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if !healthy.Load() {
+			http.Error(w, "informers not synced", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	serveErr := make(chan error, 2)
+	go func() { serveErr <- serve(ctx, &http.Server{Addr: o.bindAddress, Handler: mux}, "", "") }()
+
+	if o.webhookBindAddress != "" {
+		wh := http.NewServeMux()
+		wh.Handle(admission.Path, &admission.Handler{
+			GateEnabled: func() bool { return features.Enabled(features.WorkloadWithDeployment) },
+			GetDeployment: func(ctx context.Context, namespace, name string) (*appsv1.Deployment, error) {
+				return root.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
+			},
+		})
+		go func() {
+			serveErr <- serve(ctx, &http.Server{Addr: o.webhookBindAddress, Handler: wh, TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12}}, o.tlsCertFile, o.tlsKeyFile)
+		}()
+	}
+
+	if len(o.controllers) > 0 {
+		if err := startControllers(ctx, o, cfg, root); err != nil {
+			return err
+		}
+	}
+	healthy.Store(true)
+	logger.Info("Ready")
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-serveErr:
+		return err
+	}
+}
+
+// startControllers builds the upstream controllers over wrapped clients and
+// starts them once their informers have synced.
+func startControllers(ctx context.Context, o options, cfg *rest.Config, root kubernetes.Interface) error {
+	clientFor := func(name string) (kubernetes.Interface, error) {
+		if !o.useSACredentials {
+			return root, nil
+		}
+		return clientbuilder.NewDynamicClientBuilder(rest.AnonymousClientConfig(cfg), root.CoreV1(), "kube-system").Client(name)
+	}
+	deploymentClient, err := clientFor("deployment-controller")
+	if err != nil {
+		return fmt.Errorf("client of deployment-controller: %w", err)
+	}
+	replicaSetClient, err := clientFor("replicaset-controller")
+	if err != nil {
+		return fmt.Errorf("client of replicaset-controller: %w", err)
+	}
+
+	factory := informers.NewSharedInformerFactory(root, 12*time.Hour)
+	dInf, rsInf, podInf := factory.Apps().V1().Deployments(), factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods()
+	sched := schedulingapi.New(root, 0)
+
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartStructuredLogging(3)
+	broadcaster.StartRecordingToSink(&v1core.EventSinkImpl{Interface: deploymentClient.CoreV1().Events("")})
+	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "was-controller-manager"})
+
+	r := wasdeployment.NewReconciler(wasdeployment.Options{
+		DeploymentClient: deploymentClient, ReplicaSetClient: replicaSetClient,
+		Deployments: dInf.Lister(), Scheduling: sched, Recorder: recorder, Gates: wasdeployment.DefaultGates(),
+	})
+	workers := wasdeployment.NewWorkers(r, dInf.Informer(), rsInf.Informer(), rsInf.Lister())
+
+	var runs []func()
+	if slices.Contains(o.controllers, "deployment") {
+		dc, err := upstreamdeployment.NewDeploymentController(ctx, dInf, rsInf, podInf, r.DeploymentControllerClient(deploymentClient))
+		if err != nil {
+			return err
+		}
+		runs = append(runs, func() { dc.Run(ctx, o.deploymentWorkers) })
+	}
+	if slices.Contains(o.controllers, "replicaset") {
+		rsClient := r.ReplicaSetControllerClient(replicaSetClient)
+		rsBroadcaster := record.NewBroadcaster(record.WithContext(ctx))
+		rsc := replicaset.NewBaseController(klog.FromContext(ctx), rsInf, podInf, rsClient, replicaset.BurstReplicas,
+			appsv1.SchemeGroupVersion.WithKind("ReplicaSet"), "replicaset_controller", "replicaset",
+			r.PodControl(controller.RealPodControl{
+				KubeClient: rsClient,
+				Recorder:   rsBroadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "replicaset-controller"}),
+			}),
+			rsBroadcaster, replicaset.DefaultReplicaSetControllerFeatures(), consistencyutil.NewNoopConsistencyStore())
+		runs = append(runs, func() { rsc.Run(ctx, o.replicaSetWorkers) })
+	}
+
+	factory.Start(ctx.Done())
+	sched.Start(ctx)
+	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("informer for %v did not sync", typ)
+		}
+	}
+	for _, run := range runs {
+		go run()
+	}
+	go workers.Run(ctx, 2)
+	return nil
+}
+
+func serve(ctx context.Context, srv *http.Server, certFile, keyFile string) error {
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	var err error
+	if certFile != "" {
+		err = srv.ListenAndServeTLS(certFile, keyFile)
+	} else {
+		err = srv.ListenAndServe()
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return fmt.Errorf("serving on %s: %w", srv.Addr, err)
+}

@@ -1,0 +1,323 @@
+// Package deployment layers KEP-6276 onto the upstream Deployment and
+// ReplicaSet controllers of k8s.io/kubernetes, which run unchanged:
+//
+//   - Deployment side: the Deployment controller creates and scales
+//     ReplicaSets only through its clientset. A wrapped clientset ensures the
+//     Deployment's Workload (get-or-create, template minCount reconciled)
+//     before every ReplicaSet create or update it sends.
+//   - ReplicaSet side: the ReplicaSet controller creates pods only through its
+//     PodControlInterface. A wrapped PodControl ensures the ReplicaSet's
+//     PodGroup before every pod, sets the pod's spec.schedulingGroup, and adds
+//     a non-controller ownerReference to the PodGroup; the ReplicaSet's stored
+//     template is never touched.
+//   - Two small work queues finish what those hooks cannot see: PodGroup
+//     deletion at zero replicas, minCount changes without pod creation, and
+//     recreation of objects deleted behind the controllers' backs.
+//
+// With the WorkloadWithDeployment gate off every hook passes straight through.
+package deployment
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	kubefeatures "k8s.io/kubernetes/pkg/features"
+	"k8s.io/utils/ptr"
+
+	"github.com/workload-aware/apps-harness/controllers/features"
+	"github.com/workload-aware/apps-harness/controllers/intent"
+	"github.com/workload-aware/apps-harness/controllers/schedulingapi"
+)
+
+// Event reasons, on the Deployment.
+const (
+	ReasonWorkloadCreated        = "WorkloadCreated"
+	ReasonPodGroupCreated        = "PodGroupCreated"
+	ReasonPodGroupDeleted        = "PodGroupDeleted"
+	ReasonFailedWorkloadCreate   = "FailedWorkloadCreate"
+	ReasonFailedPodGroupCreate   = "FailedPodGroupCreate"
+	ReasonInvalidScheduling      = "InvalidSchedulingIntent"
+	ReasonWorkloadNameCollision  = "WorkloadNameCollision"
+	ReasonPodGroupNameCollision  = "PodGroupNameCollision"
+)
+
+// Gates reports the gates the hooks consult on every call, so a restarted
+// process with other gates behaves accordingly.
+type Gates struct {
+	WorkloadWithDeployment    func() bool
+	DRAWorkloadResourceClaims func() bool
+}
+
+// DefaultGates reads the process's feature gates.
+func DefaultGates() Gates {
+	return Gates{
+		WorkloadWithDeployment:    func() bool { return features.Enabled(features.WorkloadWithDeployment) },
+		DRAWorkloadResourceClaims: func() bool { return features.Enabled(kubefeatures.DRAWorkloadResourceClaims) },
+	}
+}
+
+// Reconciler owns the scheduling objects of Deployments and their ReplicaSets.
+// Each side writes with its own controller's client, so RBAC grants each
+// exactly the verbs KEP-6276 lists.
+type Reconciler struct {
+	deploymentClient kubernetes.Interface
+	replicaSetClient kubernetes.Interface
+	deployments      appslisters.DeploymentLister
+	scheduling       *schedulingapi.Informers
+	recorder         record.EventRecorder
+	gates            Gates
+
+	// created remembers PodGroups this process created or saw, by
+	// namespace/name, until the informer catches up, so pods created right
+	// after their PodGroup get its UID without another API read.
+	created sync.Map // types.NamespacedName -> *schedulingv1beta1.PodGroup
+}
+
+// Options wires a Reconciler.
+type Options struct {
+	DeploymentClient, ReplicaSetClient kubernetes.Interface
+	Deployments                        appslisters.DeploymentLister
+	Scheduling                         *schedulingapi.Informers
+	Recorder                           record.EventRecorder
+	Gates                              Gates
+}
+
+// NewReconciler returns a Reconciler.
+func NewReconciler(o Options) *Reconciler {
+	return &Reconciler{
+		deploymentClient: o.DeploymentClient, replicaSetClient: o.ReplicaSetClient,
+		deployments: o.Deployments, scheduling: o.Scheduling, recorder: o.Recorder, gates: o.Gates,
+	}
+}
+
+// IntentFor returns the Deployment's scheduling intent when the controller
+// gate is on and the Deployment opted in; nil means "behave as upstream". A
+// malformed intent (admission would have refused it) is reported as an event
+// and treated as absent.
+func (r *Reconciler) IntentFor(d *appsv1.Deployment) *intent.DeploymentSchedulingConfiguration {
+	if !r.gates.WorkloadWithDeployment() {
+		return nil
+	}
+	cfg, err := intent.FromAnnotations(d.Annotations)
+	if err != nil {
+		r.recorder.Eventf(d, corev1.EventTypeWarning, ReasonInvalidScheduling, "%v; no Workload or PodGroup is reconciled", err)
+		return nil
+	}
+	if cfg != nil && d.Spec.Template.Spec.SchedulingGroup != nil {
+		// The pod template brings its own PodGroup (admission forbids both).
+		return nil
+	}
+	return cfg
+}
+
+// EnsureWorkload gets or creates the Deployment's Workload and reconciles its
+// template's gang minCount to the resolved value. It returns nil, nil for a
+// Deployment that did not opt in.
+func (r *Reconciler) EnsureWorkload(ctx context.Context, d *appsv1.Deployment) (*schedulingv1beta1.Workload, error) {
+	cfg := r.IntentFor(d)
+	if cfg == nil {
+		return nil, nil
+	}
+	if err := r.scheduling.Ready(); err != nil {
+		return nil, err
+	}
+	desired, err := BuildWorkload(d, cfg)
+	if err != nil {
+		r.recorder.Eventf(d, corev1.EventTypeWarning, ReasonFailedWorkloadCreate, "compiling spec.scheduling into a Workload: %v", err)
+		return nil, err
+	}
+	client := r.deploymentClient.SchedulingV1beta1().Workloads(d.Namespace)
+	existing, err := r.scheduling.Scheduling().Workloads().Lister().Workloads(d.Namespace).Get(desired.Name)
+	if apierrors.IsNotFound(err) {
+		start := time.Now()
+		created, err := client.Create(ctx, desired, metav1.CreateOptions{})
+		observeCreate("Workload", start, err)
+		switch {
+		case err == nil:
+			r.recorder.Eventf(d, corev1.EventTypeNormal, ReasonWorkloadCreated, "Created Workload %s", created.Name)
+			return created, nil
+		case apierrors.IsAlreadyExists(err):
+			// Our cache is behind; the object is there. Read it once.
+			existing, err = client.Get(ctx, desired.Name, metav1.GetOptions{})
+			if err != nil {
+				return nil, err
+			}
+		default:
+			r.recorder.Eventf(d, corev1.EventTypeWarning, ReasonFailedWorkloadCreate, "Error creating Workload %s: %v", desired.Name, err)
+			return nil, err
+		}
+	} else if err != nil {
+		return nil, err
+	}
+	if !metav1.IsControlledBy(existing, d) {
+		r.recorder.Eventf(d, corev1.EventTypeWarning, ReasonWorkloadNameCollision, "Workload %s exists but is not controlled by this Deployment; not using it", existing.Name)
+		return nil, fmt.Errorf("workload %s/%s is not controlled by deployment %s", existing.Namespace, existing.Name, d.Name)
+	}
+	want, have := TemplateMinCount(desired), TemplateMinCount(existing)
+	if want == nil || have == nil || *want == *have {
+		return existing, nil
+	}
+	// Only gang.minCount is mutable; the rest of the template was fixed at creation.
+	updated := existing.DeepCopy()
+	updated.Spec.PodGroupTemplates[0].SchedulingPolicy.Gang.MinCount = *want
+	return client.Update(ctx, updated, metav1.UpdateOptions{})
+}
+
+// deploymentOf returns the Deployment controlling rs, from the cache.
+func (r *Reconciler) deploymentOf(rs *appsv1.ReplicaSet) *appsv1.Deployment {
+	ref := metav1.GetControllerOf(rs)
+	if ref == nil || ref.Kind != "Deployment" || ref.APIVersion != appsv1.SchemeGroupVersion.String() {
+		return nil
+	}
+	d, err := r.deployments.Deployments(rs.Namespace).Get(ref.Name)
+	if err != nil || d.UID != ref.UID {
+		return nil
+	}
+	return d
+}
+
+// EnsurePodGroup reconciles the ReplicaSet's PodGroup: absent at zero
+// replicas, otherwise present with the Workload template's minCount. It
+// returns the PodGroup pods must join, or nil when the ReplicaSet's pods are
+// scheduled as upstream would (no intent, gate off, zero replicas).
+func (r *Reconciler) EnsurePodGroup(ctx context.Context, rs *appsv1.ReplicaSet) (*schedulingv1beta1.PodGroup, error) {
+	d := r.deploymentOf(rs)
+	if d == nil || r.IntentFor(d) == nil {
+		return nil, nil
+	}
+	if err := r.scheduling.Ready(); err != nil {
+		return nil, err
+	}
+	hash := rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+	if hash == "" {
+		return nil, fmt.Errorf("replicaset %s/%s has no %s label", rs.Namespace, rs.Name, appsv1.DefaultDeploymentUniqueLabelKey)
+	}
+	name := PodGroupName(d.Name, hash)
+	key := types.NamespacedName{Namespace: rs.Namespace, Name: name}
+	client := r.replicaSetClient.SchedulingV1beta1().PodGroups(rs.Namespace)
+	existing := r.cachedPodGroup(key)
+
+	if ptr.Deref(rs.Spec.Replicas, 1) == 0 {
+		if existing != nil && existing.DeletionTimestamp == nil && metav1.IsControlledBy(existing, rs) {
+			err := client.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &existing.UID}})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return nil, err
+			}
+			r.created.Delete(key)
+			r.recorder.Eventf(d, corev1.EventTypeNormal, ReasonPodGroupDeleted, "Deleted PodGroup %s of ReplicaSet %s at zero replicas", name, rs.Name)
+		}
+		return nil, nil
+	}
+
+	w, err := r.scheduling.Scheduling().Workloads().Lister().Workloads(d.Namespace).Get(WorkloadName(d))
+	if err != nil {
+		// The Deployment side creates it before the ReplicaSet exists; a
+		// missing one is being (re)created. Retry rather than run ungrouped pods.
+		return nil, fmt.Errorf("workload %s of deployment %s: %w", WorkloadName(d), d.Name, err)
+	}
+	if !metav1.IsControlledBy(w, d) {
+		return nil, fmt.Errorf("workload %s/%s is not controlled by deployment %s", w.Namespace, w.Name, d.Name)
+	}
+	if existing != nil {
+		if existing.DeletionTimestamp != nil {
+			return nil, fmt.Errorf("podgroup %s/%s is still being deleted; waiting to recreate it", rs.Namespace, name)
+		}
+		if !metav1.IsControlledBy(existing, rs) {
+			r.recorder.Eventf(d, corev1.EventTypeWarning, ReasonPodGroupNameCollision, "PodGroup %s exists but is not controlled by ReplicaSet %s", name, rs.Name)
+			return nil, fmt.Errorf("podgroup %s/%s is not controlled by replicaset %s", rs.Namespace, name, rs.Name)
+		}
+		want := TemplateMinCount(w)
+		if g := existing.Spec.SchedulingPolicy.Gang; want != nil && g != nil && g.MinCount != *want {
+			updated := existing.DeepCopy()
+			updated.Spec.SchedulingPolicy.Gang.MinCount = *want
+			if existing, err = client.Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
+				return nil, err
+			}
+			r.created.Store(key, existing)
+		}
+		return existing, nil
+	}
+
+	desired, err := BuildPodGroup(w, rs, name, r.gates.DRAWorkloadResourceClaims())
+	if err != nil {
+		r.recorder.Eventf(d, corev1.EventTypeWarning, ReasonFailedPodGroupCreate, "Error building PodGroup %s: %v", name, err)
+		return nil, err
+	}
+	start := time.Now()
+	created, err := client.Create(ctx, desired, metav1.CreateOptions{})
+	observeCreate("PodGroup", start, err)
+	if apierrors.IsAlreadyExists(err) {
+		if created, err = client.Get(ctx, name, metav1.GetOptions{}); err == nil && !metav1.IsControlledBy(created, rs) {
+			err = fmt.Errorf("podgroup %s/%s is not controlled by replicaset %s", rs.Namespace, name, rs.Name)
+		}
+	} else if err != nil {
+		r.recorder.Eventf(d, corev1.EventTypeWarning, ReasonFailedPodGroupCreate, "Error creating PodGroup %s: %v", name, err)
+	} else {
+		r.recorder.Eventf(d, corev1.EventTypeNormal, ReasonPodGroupCreated, "Created PodGroup %s for ReplicaSet %s", name, rs.Name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.created.Store(key, created)
+	return created, nil
+}
+
+// cachedPodGroup returns the freshest PodGroup known: the informer's, or one
+// this process wrote that the informer has not delivered yet.
+func (r *Reconciler) cachedPodGroup(key types.NamespacedName) *schedulingv1beta1.PodGroup {
+	fromInformer, err := r.scheduling.Scheduling().PodGroups().Lister().PodGroups(key.Namespace).Get(key.Name)
+	if err != nil {
+		fromInformer = nil
+	}
+	v, ok := r.created.Load(key)
+	if !ok {
+		return fromInformer
+	}
+	mine := v.(*schedulingv1beta1.PodGroup)
+	if fromInformer != nil && fromInformer.UID == mine.UID && newerOrSame(fromInformer.ResourceVersion, mine.ResourceVersion) {
+		r.created.Delete(key) // the informer caught up
+		return fromInformer
+	}
+	if fromInformer != nil && fromInformer.UID != mine.UID {
+		r.created.Delete(key)
+		return fromInformer
+	}
+	return mine
+}
+
+// podGroupUID returns the UID of the named PodGroup when it is controlled by
+// the same object as the pod (its ReplicaSet): a PodGroup the pod template
+// brought along is the user's, and pods get no ownerReference to it.
+func (r *Reconciler) podGroupUID(namespace, name string, podController *metav1.OwnerReference) (types.UID, bool) {
+	pg := r.cachedPodGroup(types.NamespacedName{Namespace: namespace, Name: name})
+	if pg == nil || podController == nil {
+		return "", false
+	}
+	if ref := metav1.GetControllerOf(pg); ref == nil || ref.UID != podController.UID {
+		return "", false
+	}
+	return pg.UID, true
+}
+
+func logger(ctx context.Context) klog.Logger { return klog.FromContext(ctx) }
+
+// newerOrSame compares resource versions; they are etcd revisions in practice,
+// and anything unparsable counts as not newer.
+func newerOrSame(a, b string) bool {
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	return errA == nil && errB == nil && x >= y
+}

@@ -1,0 +1,172 @@
+package deployment
+
+import (
+	"context"
+	"time"
+
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+)
+
+// Workers reconcile what the hooks do not see: a Workload or PodGroup deleted
+// behind the controllers' backs, a ReplicaSet reaching zero (its PodGroup is
+// deleted), a minCount change that creates no pod, and a gate turned on for
+// Deployments that already run. Every path ends in EnsureWorkload or
+// EnsurePodGroup, so the hooks and the workers cannot disagree.
+type Workers struct {
+	r           *Reconciler
+	replicaSets appslisters.ReplicaSetLister
+	deployQueue workqueue.TypedRateLimitingInterface[string]
+	rsQueue     workqueue.TypedRateLimitingInterface[string]
+}
+
+// NewWorkers registers event handlers on the given informers.
+func NewWorkers(r *Reconciler, deployments, replicaSets cache.SharedIndexInformer, rsLister appslisters.ReplicaSetLister) *Workers {
+	w := &Workers{
+		r:           r,
+		replicaSets: rsLister,
+		deployQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "was_deployment_workload"}),
+		rsQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "was_replicaset_podgroup"}),
+	}
+	enqueue := func(q workqueue.TypedRateLimitingInterface[string]) func(obj any) {
+		return func(obj any) {
+			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+				q.Add(key)
+			}
+		}
+	}
+	_, _ = deployments.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue(w.deployQueue),
+		UpdateFunc: func(_, obj any) { enqueue(w.deployQueue)(obj) },
+	})
+	_, _ = replicaSets.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue(w.rsQueue),
+		UpdateFunc: func(_, obj any) { enqueue(w.rsQueue)(obj) },
+	})
+	sched := r.scheduling.Scheduling()
+	_, _ = sched.Workloads().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, obj any) { w.workloadChanged(obj) },
+		DeleteFunc: w.workloadChanged,
+	})
+	_, _ = sched.PodGroups().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, obj any) { w.podGroupChanged(obj) },
+		DeleteFunc: w.podGroupChanged,
+	})
+	return w
+}
+
+// workloadChanged requeues the owning Deployment (to recreate or fix the
+// Workload) and its ReplicaSets (to follow the template's minCount).
+func (w *Workers) workloadChanged(obj any) {
+	wl, ok := unwrap[*schedulingv1beta1.Workload](obj)
+	if !ok {
+		return
+	}
+	ref := metav1.GetControllerOf(wl)
+	if ref == nil || ref.Kind != "Deployment" {
+		return
+	}
+	w.deployQueue.Add(wl.Namespace + "/" + ref.Name)
+	rss, err := w.replicaSets.ReplicaSets(wl.Namespace).List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, rs := range rss {
+		if c := metav1.GetControllerOf(rs); c != nil && c.UID == ref.UID {
+			w.rsQueue.Add(rs.Namespace + "/" + rs.Name)
+		}
+	}
+}
+
+func (w *Workers) podGroupChanged(obj any) {
+	pg, ok := unwrap[*schedulingv1beta1.PodGroup](obj)
+	if !ok {
+		return
+	}
+	if ref := metav1.GetControllerOf(pg); ref != nil && ref.Kind == "ReplicaSet" {
+		w.rsQueue.Add(pg.Namespace + "/" + ref.Name)
+	}
+}
+
+func unwrap[T any](obj any) (T, bool) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	v, ok := obj.(T)
+	return v, ok
+}
+
+// Run processes both queues until ctx ends.
+func (w *Workers) Run(ctx context.Context, workers int) {
+	defer utilruntime.HandleCrash()
+	defer w.deployQueue.ShutDown()
+	defer w.rsQueue.ShutDown()
+	for range workers {
+		go wait.UntilWithContext(ctx, func(ctx context.Context) { w.process(ctx, w.deployQueue, w.syncDeployment) }, time.Second)
+		go wait.UntilWithContext(ctx, func(ctx context.Context) { w.process(ctx, w.rsQueue, w.syncReplicaSet) }, time.Second)
+	}
+	<-ctx.Done()
+}
+
+func (w *Workers) process(ctx context.Context, q workqueue.TypedRateLimitingInterface[string], sync func(context.Context, string) error) {
+	for {
+		key, quit := q.Get()
+		if quit {
+			return
+		}
+		err := sync(ctx, key)
+		if err == nil {
+			q.Forget(key)
+		} else {
+			klog.FromContext(ctx).V(2).Info("Requeueing", "queue", q, "key", key, "err", err)
+			q.AddRateLimited(key)
+		}
+		q.Done(key)
+	}
+}
+
+func (w *Workers) syncDeployment(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	d, err := w.r.deployments.Deployments(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil // garbage collection removes the Workload
+	}
+	if err != nil {
+		return err
+	}
+	_, err = w.r.EnsureWorkload(ctx, d)
+	return err
+}
+
+func (w *Workers) syncReplicaSet(ctx context.Context, key string) error {
+	ns, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil
+	}
+	rs, err := w.replicaSets.ReplicaSets(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if rs.DeletionTimestamp != nil {
+		return nil
+	}
+	_, err = w.r.EnsurePodGroup(ctx, rs)
+	return err
+}
+
