@@ -77,6 +77,12 @@ func ConnectCluster(kubeconfig []byte) {
 	}
 	TestContext.Kubeconfig = string(kubeconfig)
 	restConfig, clientSet = cfg, cs
+	seam, err := NewIntentSeam(cfg)
+	if err != nil {
+		ginkgo.Fail(fmt.Sprintf("detecting how to write scheduling intent: %v", err))
+	}
+	Intent = seam
+	ginkgo.GinkgoWriter.Printf("Scheduling intent is written as: %s\n", seam.Mode)
 }
 
 // RESTConfig and ClientSet give access to the cluster under test.

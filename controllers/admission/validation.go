@@ -24,6 +24,17 @@
 // Every error is reported at the path the native field would have
 // (spec.scheduling...), except a malformed annotation, which is reported at
 // metadata.annotations[<annotation>] since it has no native counterpart.
+// Two error shapes deliberately differ from what generated DV would emit:
+// adding or removing spec.scheduling on update is Forbidden (DV: Invalid
+// "field cannot be set once created" / "cleared once set"), and a duplicate
+// claim name is reported at resourceClaims[i].name with the name as value
+// (DV: at resourceClaims[i] with the whole item).
+//
+// Rule order mirrors the generated code's short-circuits: a malformed
+// annotation stops everything; with the gate off, setting or changing
+// spec.scheduling reports only the gate (plus NoSet when it is added on
+// update); adding or removing spec.scheduling on update reports only that.
+// Otherwise all rules run and every violation is reported.
 //
 // An explicit gang.minCount is a floor for positive replica counts only:
 // replicas == 0 is always accepted, because KEP-6276 keeps the user's

@@ -72,6 +72,9 @@ func (e *ParseError) Unwrap() error { return e.Err }
 
 // Parse decodes a spec.scheduling value strictly.
 func Parse(value string) (*DeploymentSchedulingConfiguration, error) {
+	if trimmed := bytes.TrimSpace([]byte(value)); len(trimmed) == 0 || trimmed[0] != '{' {
+		return nil, fmt.Errorf("want a JSON object such as {\"schedulingPolicy\":{\"gang\":{}}}, got %q", value)
+	}
 	dec := json.NewDecoder(bytes.NewReader([]byte(value)))
 	dec.DisallowUnknownFields()
 	cfg := &DeploymentSchedulingConfiguration{}

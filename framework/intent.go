@@ -1,0 +1,208 @@
+package framework
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"github.com/workload-aware/apps-harness/controllers/intent"
+)
+
+// DeploymentScheduling is KEP-6276's spec.scheduling.
+type DeploymentScheduling = intent.DeploymentSchedulingConfiguration
+
+// IntentMode says how the suite writes a workload's scheduling intent.
+type IntentMode string
+
+const (
+	// IntentAnnotation writes the reference implementation's documented
+	// annotation (apps/v1 has no spec.scheduling in Kubernetes 1.37).
+	IntentAnnotation IntentMode = "annotation"
+	// IntentNative writes spec.scheduling, for a server whose apps/v1 schema has it.
+	IntentNative IntentMode = "native"
+)
+
+var deploymentsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+
+// Intent is the one seam through which every spec writes and reads
+// scheduling intent, so an implementation that serves the native field is
+// tested by the same specs, unchanged. ConnectCluster sets it up.
+var Intent *IntentSeam
+
+// IntentSeam writes intent in the mode the server supports.
+type IntentSeam struct {
+	Mode    IntentMode
+	dynamic dynamic.Interface
+}
+
+// NewIntentSeam detects the mode from the server's OpenAPI v3 schema of
+// apps/v1 DeploymentSpec: native when it has a "scheduling" property.
+func NewIntentSeam(cfg *rest.Config) (*IntentSeam, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	mode, err := detectIntentMode(dc)
+	if err != nil {
+		return nil, err
+	}
+	return &IntentSeam{Mode: mode, dynamic: dyn}, nil
+}
+
+func detectIntentMode(dc discovery.DiscoveryInterface) (IntentMode, error) {
+	paths, err := dc.OpenAPIV3().Paths()
+	if err != nil {
+		return "", fmt.Errorf("reading the OpenAPI v3 paths: %w", err)
+	}
+	gv, ok := paths["apis/apps/v1"]
+	if !ok {
+		return "", fmt.Errorf("the server publishes no OpenAPI v3 schema for apps/v1")
+	}
+	data, err := gv.Schema("application/json")
+	if err != nil {
+		return "", err
+	}
+	return modeFromSchema(data)
+}
+
+// modeFromSchema reads DeploymentSpec's properties from an OpenAPI v3 document.
+func modeFromSchema(doc []byte) (IntentMode, error) {
+	var parsed struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]json.RawMessage `json:"properties"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(doc, &parsed); err != nil {
+		return "", fmt.Errorf("parsing the apps/v1 OpenAPI schema: %w", err)
+	}
+	spec, ok := parsed.Components.Schemas["io.k8s.api.apps.v1.DeploymentSpec"]
+	if !ok {
+		return "", fmt.Errorf("the apps/v1 OpenAPI schema has no io.k8s.api.apps.v1.DeploymentSpec")
+	}
+	if _, ok := spec.Properties["scheduling"]; ok {
+		return IntentNative, nil
+	}
+	return IntentAnnotation, nil
+}
+
+// WithDeploymentScheduling returns a copy of d that carries cfg (nil: none) as
+// an object ready to create: annotation mode sets the annotation on the typed
+// object; native mode sets spec.scheduling on its unstructured form.
+func (s *IntentSeam) WithDeploymentScheduling(d *appsv1.Deployment, cfg *DeploymentScheduling) (*unstructured.Unstructured, error) {
+	d = d.DeepCopy()
+	d.APIVersion, d.Kind = "apps/v1", "Deployment"
+	if s.Mode == IntentAnnotation {
+		var err error
+		if d.Annotations, err = intent.SetAnnotation(d.Annotations, cfg); err != nil {
+			return nil, err
+		}
+	}
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(d)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: content}
+	if s.Mode == IntentNative && cfg != nil {
+		if err := setField(u, cfg, "spec", "scheduling"); err != nil {
+			return nil, err
+		}
+	}
+	return u, nil
+}
+
+// CreateDeployment creates d with scheduling intent cfg (nil: a plain Deployment).
+func (s *IntentSeam) CreateDeployment(ctx context.Context, d *appsv1.Deployment, cfg *DeploymentScheduling) (*appsv1.Deployment, error) {
+	u, err := s.WithDeploymentScheduling(d, cfg)
+	if err != nil {
+		return nil, err
+	}
+	created, err := s.dynamic.Resource(deploymentsGVR).Namespace(d.Namespace).Create(ctx, u, metav1.CreateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return toDeployment(created)
+}
+
+// DeploymentScheduling reads the stored intent of a Deployment (nil: none).
+func (s *IntentSeam) DeploymentScheduling(ctx context.Context, namespace, name string) (*DeploymentScheduling, error) {
+	u, err := s.dynamic.Resource(deploymentsGVR).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if s.Mode == IntentAnnotation {
+		return intent.FromAnnotations(u.GetAnnotations())
+	}
+	raw, found, err := unstructured.NestedFieldNoCopy(u.Object, "spec", "scheduling")
+	if err != nil || !found {
+		return nil, err
+	}
+	data, err := json.Marshal(raw)
+	if err != nil {
+		return nil, err
+	}
+	return intent.Parse(string(data))
+}
+
+// UpdateDeployment reads the Deployment, lets mutate change it and its intent
+// (cfg may be set to nil to remove it), and writes it back once: a rejection
+// is returned, not retried, so specs can assert on admission errors.
+func (s *IntentSeam) UpdateDeployment(ctx context.Context, namespace, name string, mutate func(d *appsv1.Deployment, cfg **DeploymentScheduling)) (*appsv1.Deployment, error) {
+	res := s.dynamic.Resource(deploymentsGVR).Namespace(namespace)
+	u, err := res.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	d, err := toDeployment(u)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := s.DeploymentScheduling(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	mutate(d, &cfg)
+	next, err := s.WithDeploymentScheduling(d, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if s.Mode == IntentNative && cfg == nil {
+		unstructured.RemoveNestedField(next.Object, "spec", "scheduling")
+	}
+	updated, err := res.Update(ctx, next, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return toDeployment(updated)
+}
+
+func setField(u *unstructured.Unstructured, v any, fields ...string) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	var generic map[string]any
+	if err := json.Unmarshal(data, &generic); err != nil {
+		return err
+	}
+	return unstructured.SetNestedField(u.Object, generic, fields...)
+}
+
+func toDeployment(u *unstructured.Unstructured) (*appsv1.Deployment, error) {
+	d := &appsv1.Deployment{}
+	return d, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, d)
+}
