@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/workload-aware/apps-harness/controllers/intent"
 )
@@ -144,6 +145,10 @@ func (s *IntentSeam) DeploymentScheduling(ctx context.Context, namespace, name s
 	if err != nil {
 		return nil, err
 	}
+	return s.schedulingOf(u)
+}
+
+func (s *IntentSeam) schedulingOf(u *unstructured.Unstructured) (*DeploymentScheduling, error) {
 	if s.Mode == IntentAnnotation {
 		return intent.FromAnnotations(u.GetAnnotations())
 	}
@@ -159,35 +164,41 @@ func (s *IntentSeam) DeploymentScheduling(ctx context.Context, namespace, name s
 }
 
 // UpdateDeployment reads the Deployment, lets mutate change it and its intent
-// (cfg may be set to nil to remove it), and writes it back once: a rejection
-// is returned, not retried, so specs can assert on admission errors.
+// (cfg may be set to nil to remove it), and writes it back. Only write
+// conflicts (a controller updated the object in between) are retried, with a
+// fresh read; an admission rejection is returned, so specs can assert on it.
 func (s *IntentSeam) UpdateDeployment(ctx context.Context, namespace, name string, mutate func(d *appsv1.Deployment, cfg **DeploymentScheduling)) (*appsv1.Deployment, error) {
 	res := s.dynamic.Resource(deploymentsGVR).Namespace(namespace)
-	u, err := res.Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	d, err := toDeployment(u)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := s.DeploymentScheduling(ctx, namespace, name)
-	if err != nil {
-		return nil, err
-	}
-	mutate(d, &cfg)
-	next, err := s.WithDeploymentScheduling(d, cfg)
-	if err != nil {
-		return nil, err
-	}
-	if s.Mode == IntentNative && cfg == nil {
-		unstructured.RemoveNestedField(next.Object, "spec", "scheduling")
-	}
-	updated, err := res.Update(ctx, next, metav1.UpdateOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return toDeployment(updated)
+	var out *appsv1.Deployment
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		u, err := res.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		d, err := toDeployment(u)
+		if err != nil {
+			return err
+		}
+		cfg, err := s.schedulingOf(u)
+		if err != nil {
+			return err
+		}
+		mutate(d, &cfg)
+		next, err := s.WithDeploymentScheduling(d, cfg)
+		if err != nil {
+			return err
+		}
+		if s.Mode == IntentNative && cfg == nil {
+			unstructured.RemoveNestedField(next.Object, "spec", "scheduling")
+		}
+		updated, err := res.Update(ctx, next, metav1.UpdateOptions{})
+		if err != nil {
+			return err
+		}
+		out, err = toDeployment(updated)
+		return err
+	})
+	return out, err
 }
 
 func setField(u *unstructured.Unstructured, v any, fields ...string) error {

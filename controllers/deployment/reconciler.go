@@ -30,8 +30,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	kubefeatures "k8s.io/kubernetes/pkg/features"
@@ -44,14 +44,14 @@ import (
 
 // Event reasons, on the Deployment.
 const (
-	ReasonWorkloadCreated        = "WorkloadCreated"
-	ReasonPodGroupCreated        = "PodGroupCreated"
-	ReasonPodGroupDeleted        = "PodGroupDeleted"
-	ReasonFailedWorkloadCreate   = "FailedWorkloadCreate"
-	ReasonFailedPodGroupCreate   = "FailedPodGroupCreate"
-	ReasonInvalidScheduling      = "InvalidSchedulingIntent"
-	ReasonWorkloadNameCollision  = "WorkloadNameCollision"
-	ReasonPodGroupNameCollision  = "PodGroupNameCollision"
+	ReasonWorkloadCreated       = "WorkloadCreated"
+	ReasonPodGroupCreated       = "PodGroupCreated"
+	ReasonPodGroupDeleted       = "PodGroupDeleted"
+	ReasonFailedWorkloadCreate  = "FailedWorkloadCreate"
+	ReasonFailedPodGroupCreate  = "FailedPodGroupCreate"
+	ReasonInvalidScheduling     = "InvalidSchedulingIntent"
+	ReasonWorkloadNameCollision = "WorkloadNameCollision"
+	ReasonPodGroupNameCollision = "PodGroupNameCollision"
 )
 
 // Gates reports the gates the hooks consult on every call, so a restarted

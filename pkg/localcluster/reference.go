@@ -83,7 +83,7 @@ func WebhookConfiguration(url string, caBundle []byte) *admissionregistrationv1.
 			}},
 			MatchConditions: []admissionregistrationv1.MatchCondition{{
 				Name:       "may-carry-scheduling-intent",
-				Expression: "request.subResource == 'scale' || " + carries("object") + " || " + carries("oldObject"),
+				Expression: "(has(request.subResource) && request.subResource == 'scale') || " + carries("object") + " || " + carries("oldObject"),
 			}},
 		}},
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/component-helpers/scheduling/schedulingv1/workloadbuilder"
 
@@ -35,14 +34,14 @@ var _ = ginkgo.Describe("Gang scheduling on the harness cluster", framework.Harn
 		})
 
 		ginkgo.It("binds no pod of a gang that only partly fits, and keeps it so", framework.Serial, func(ctx context.Context) {
-			fit := measureCapacity(ctx, f)
+			fit := framework.MeasureCapacity(ctx, f)
 			// Each pod takes more than half of the largest node, so every node
 			// holds at most one: one pod more than there are nodes cannot all fit,
 			// while all but one of them would.
-			size := int32(fit.nodes + 1)
-			ginkgo.By(fmt.Sprintf("creating a gang of %d pods of %s CPU on %d nodes", size, fit.perPod.String(), fit.nodes))
+			size := int32(fit.Nodes + 1)
+			ginkgo.By(fmt.Sprintf("creating a gang of %d pods of %s CPU on %d nodes", size, fit.OnePerNode.String(), fit.Nodes))
 			createPodGroup(ctx, f, builder.PodGroup("too-big", f.Namespace).Gang(size).Obj())
-			createGangPods(ctx, f, "too-big", 0, int(size), fit.perPod.String())
+			createGangPods(ctx, f, "too-big", 0, int(size), fit.OnePerNode.String())
 
 			framework.WaitForPodGroupCondition(ctx, framework.PodGroupConditionInput{
 				ClientSet: f.ClientSet, Namespace: f.Namespace, Name: "too-big",
@@ -65,12 +64,12 @@ var _ = ginkgo.Describe("Gang scheduling on the harness cluster", framework.Harn
 		ginkgo.It("places a topology-constrained gang in a single domain",
 			framework.WithFeatureGate(framework.TopologyAwareWorkloadScheduling), func(ctx context.Context) {
 				key := framework.TestContext.TopologyKey
-				domains := nodesByLabel(ctx, f, key)
-				fit := measureCapacity(ctx, f)
+				domains := framework.NodesByLabel(ctx, f, key)
+				fit := framework.MeasureCapacity(ctx, f)
 				// 3/8 of a node per pod: two pods per node, so four pods need two
 				// nodes. Without the constraint the scheduler spreads them.
-				perPod := resource.NewMilliQuantity(fit.minAllocatable.MilliValue()*3/8, resource.DecimalSI)
-				if !anyDomainHasNodes(domains, 2) {
+				perPod := fit.Fraction(3, 8)
+				if !framework.AnyDomainHasNodes(domains, 2) {
 					ginkgo.Skip(fmt.Sprintf("needs a %s domain with at least 2 nodes; domains: %v", key, domains))
 				}
 
@@ -83,15 +82,15 @@ var _ = ginkgo.Describe("Gang scheduling on the harness cluster", framework.Harn
 				pg, err := workloadbuilder.NewBuilderFromExistingWorkload(created, workloadbuilder.BuildOptions{}).NewPodGroup("placed", "workers")
 				gomega.Expect(err).NotTo(gomega.HaveOccurred())
 				createPodGroup(ctx, f, pg)
-				createGangPods(ctx, f, "placed", 0, 4, perPod.String())
+				createGangPods(ctx, f, "placed", 0, 4, perPod)
 
 				state := framework.WaitForPodsRunning(ctx, gangPods(f, "placed"), 4)
 				used := map[string]bool{}
 				for _, node := range state.NodeOf {
-					used[domainOf(domains, node)] = true
+					used[framework.DomainOf(domains, node)] = true
 				}
 				gomega.Expect(used).To(gomega.HaveLen(1), "pods of the gang span several %s domains: %s", key, state)
-				gomega.Expect(len(distinctNodes(state))).To(gomega.BeNumerically(">=", 2),
+				gomega.Expect(len(framework.DistinctNodes(state))).To(gomega.BeNumerically(">=", 2),
 					"the spec needs the gang to span nodes to prove anything: %s", state)
 			})
 	})

@@ -192,7 +192,7 @@ func startControllers(ctx context.Context, o options, cfg *rest.Config, root kub
 		DeploymentClient: deploymentClient, ReplicaSetClient: replicaSetClient,
 		Deployments: dInf.Lister(), Scheduling: sched, Recorder: recorder, Gates: wasdeployment.DefaultGates(),
 	})
-	workers := wasdeployment.NewWorkers(r, dInf.Informer(), rsInf.Informer(), rsInf.Lister())
+	workers := wasdeployment.NewWorkers(r, dInf.Informer(), rsInf.Informer(), rsInf.Lister(), podInf.Lister())
 
 	var runs []func()
 	if slices.Contains(o.controllers, "deployment") {

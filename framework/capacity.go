@@ -1,0 +1,114 @@
+package framework
+
+import (
+	"context"
+	"sort"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/workload-aware/apps-harness/pkg/kwoknodes"
+)
+
+// Capacity is what specs size their gangs from, so they hold on any cluster
+// whose schedulable nodes are alike, not only on the default topology.
+type Capacity struct {
+	Nodes                          int
+	MinAllocatable, MaxAllocatable resource.Quantity
+	// OnePerNode is just over half the largest node's CPU: a pod of this size
+	// fits on every node, and no node holds two.
+	OnePerNode resource.Quantity
+}
+
+// SchedulableNodes lists the nodes the scheduler will place pods on.
+func SchedulableNodes(ctx context.Context, f *Framework) []corev1.Node {
+	list, err := f.ClientSet.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "listing nodes")
+	var out []corev1.Node
+	for _, n := range list.Items {
+		if kwoknodes.Schedulable(&n) {
+			out = append(out, n)
+		}
+	}
+	gomega.Expect(out).NotTo(gomega.BeEmpty(), "the cluster has no schedulable node")
+	return out
+}
+
+// MeasureCapacity reads the schedulable nodes' CPU; it skips the spec on a
+// cluster whose nodes differ too much for one-pod-per-node sizing.
+func MeasureCapacity(ctx context.Context, f *Framework) Capacity {
+	nodes := SchedulableNodes(ctx, f)
+	c := Capacity{Nodes: len(nodes)}
+	for i, n := range nodes {
+		cpu := n.Status.Allocatable[corev1.ResourceCPU]
+		if i == 0 || cpu.Cmp(c.MinAllocatable) < 0 {
+			c.MinAllocatable = cpu.DeepCopy()
+		}
+		if i == 0 || cpu.Cmp(c.MaxAllocatable) > 0 {
+			c.MaxAllocatable = cpu.DeepCopy()
+		}
+	}
+	c.OnePerNode = *resource.NewMilliQuantity(c.MaxAllocatable.MilliValue()/2+100, resource.DecimalSI)
+	if c.OnePerNode.Cmp(c.MinAllocatable) > 0 {
+		ginkgo.Skip("needs schedulable nodes of similar CPU (one pod of just over half the largest must fit on the smallest); allocatable ranges " +
+			c.MinAllocatable.String() + ".." + c.MaxAllocatable.String())
+	}
+	return c
+}
+
+// Fraction returns num/den of the smallest node's CPU, as a quantity string.
+func (c Capacity) Fraction(num, den int64) string {
+	return resource.NewMilliQuantity(c.MinAllocatable.MilliValue()*num/den, resource.DecimalSI).String()
+}
+
+// NodesByLabel maps each value of key to its schedulable nodes; it skips the
+// spec when no node has the label.
+func NodesByLabel(ctx context.Context, f *Framework, key string) map[string][]string {
+	out := map[string][]string{}
+	for _, n := range SchedulableNodes(ctx, f) {
+		if v, ok := n.Labels[key]; ok {
+			out[v] = append(out[v], n.Name)
+		}
+	}
+	if len(out) == 0 {
+		ginkgo.Skip("no schedulable node carries the topology label " + key + " (set --topology-key)")
+	}
+	for _, names := range out {
+		sort.Strings(names)
+	}
+	return out
+}
+
+// AnyDomainHasNodes reports whether some domain has at least n nodes.
+func AnyDomainHasNodes(domains map[string][]string, n int) bool {
+	for _, nodes := range domains {
+		if len(nodes) >= n {
+			return true
+		}
+	}
+	return false
+}
+
+// DomainOf returns the domain of node.
+func DomainOf(domains map[string][]string, node string) string {
+	for d, nodes := range domains {
+		for _, n := range nodes {
+			if n == node {
+				return d
+			}
+		}
+	}
+	return "<no domain>"
+}
+
+// DistinctNodes returns the nodes the pods are bound to.
+func DistinctNodes(s PodBindingState) map[string]bool {
+	out := map[string]bool{}
+	for _, n := range s.NodeOf {
+		out[n] = true
+	}
+	return out
+}

@@ -1,0 +1,115 @@
+package deployment
+
+import (
+	"context"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/workload-aware/apps-harness/framework"
+	"github.com/workload-aware/apps-harness/framework/builder"
+)
+
+var _ = ginkgo.Describe("Deployment spec.scheduling admission", framework.KEP(6276),
+	framework.WithFeatureGate(framework.GenericWorkload, framework.WorkloadWithDeployment), func() {
+		f := framework.New("deploy-admission")
+
+		ginkgo.It("rejects spec.scheduling when the pod template already sets schedulingGroup", framework.ID("D-V1"), func(ctx context.Context) {
+			d := recreate(f, "byo", 2, "100m").SchedulingGroup("my-own-group").Obj()
+			_, err := framework.Intent.CreateDeployment(ctx, d, gang(nil))
+			expectRejected(err, "spec.scheduling")
+			gomega.Expect(err.Error()).To(gomega.ContainSubstring("schedulingGroup"))
+
+			ginkgo.By("the same Deployment without spec.scheduling is accepted")
+			create(ctx, d, nil)
+		})
+
+		ginkgo.It("rejects RollingUpdate with gang and minCount above replicas", framework.ID("D-E2"), func(ctx context.Context) {
+			rolling := builder.Deployment("rolling", f.Namespace).Replicas(2).Obj() // the default strategy is RollingUpdate
+			_, err := framework.Intent.CreateDeployment(ctx, rolling, gang(nil))
+			expectRejected(err, "spec.scheduling.schedulingPolicy.gang")
+			gomega.Expect(err.Error()).To(gomega.ContainSubstring("Recreate"))
+
+			tooHigh := recreate(f, "too-high", 2, "100m").Obj()
+			_, err = framework.Intent.CreateDeployment(ctx, tooHigh, gang(ptr.To[int32](3)))
+			expectRejected(err, "spec.scheduling.schedulingPolicy.gang.minCount")
+
+			ginkgo.By("basic scheduling with RollingUpdate stays allowed")
+			create(ctx, builder.Deployment("rolling-basic", f.Namespace).Replicas(2).Obj(), &framework.DeploymentScheduling{})
+		})
+
+		ginkgo.It("rejects every spec.scheduling change after creation except gang.minCount within replicas", framework.ID("D-V2"), func(ctx context.Context) {
+			d := create(ctx, recreate(f, "frozen", 3, "100m").Obj(), gang(ptr.To[int32](2)))
+			update := func(mutate func(cfg *framework.DeploymentScheduling) *framework.DeploymentScheduling) error {
+				_, err := framework.Intent.UpdateDeployment(ctx, f.Namespace, d.Name, func(_ *appsv1.Deployment, cfg **framework.DeploymentScheduling) {
+					*cfg = mutate(*cfg)
+				})
+				return err
+			}
+			ginkgo.By("adding a topology constraint")
+			expectRejected(update(func(c *framework.DeploymentScheduling) *framework.DeploymentScheduling {
+				return withTopology(c, "topology.kubernetes.io/zone")
+			}), "spec.scheduling.schedulingConstraints")
+			ginkgo.By("changing the disruption mode")
+			expectRejected(update(func(c *framework.DeploymentScheduling) *framework.DeploymentScheduling {
+				c.DisruptionMode = &schedulingv1alpha3.WorkloadPodGroupDisruptionMode{All: &schedulingv1alpha3.WorkloadPodGroupAllDisruptionMode{}}
+				return c
+			}), "spec.scheduling.disruptionMode")
+			ginkgo.By("switching gang to basic")
+			expectRejected(update(func(c *framework.DeploymentScheduling) *framework.DeploymentScheduling {
+				c.SchedulingPolicy = &schedulingv1alpha3.WorkloadPodGroupSchedulingPolicy{Basic: &schedulingv1alpha3.WorkloadPodGroupBasicSchedulingPolicy{}}
+				return c
+			}), "spec.scheduling.schedulingPolicy")
+			ginkgo.By("adding a resource claim")
+			expectRejected(update(func(c *framework.DeploymentScheduling) *framework.DeploymentScheduling {
+				c.ResourceClaims = []schedulingv1alpha3.WorkloadPodGroupResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("gpu")}}
+				return c
+			}), "spec.scheduling.resourceClaims")
+			ginkgo.By("removing spec.scheduling")
+			expectRejected(update(func(*framework.DeploymentScheduling) *framework.DeploymentScheduling { return nil }), "spec.scheduling")
+			ginkgo.By("raising minCount above replicas")
+			expectRejected(update(func(c *framework.DeploymentScheduling) *framework.DeploymentScheduling {
+				c.SchedulingPolicy.Gang.MinCount = ptr.To[int32](4)
+				return c
+			}), "spec.scheduling.schedulingPolicy.gang.minCount")
+
+			ginkgo.By("changing minCount within replicas is accepted")
+			gomega.Expect(update(func(c *framework.DeploymentScheduling) *framework.DeploymentScheduling {
+				c.SchedulingPolicy.Gang.MinCount = ptr.To[int32](3)
+				return c
+			})).To(gomega.Succeed())
+			stored, err := framework.Intent.DeploymentScheduling(ctx, f.Namespace, d.Name)
+			gomega.Expect(err).NotTo(gomega.HaveOccurred())
+			gomega.Expect(stored.ExplicitMinCount()).To(gomega.HaveValue(gomega.Equal(int32(3))))
+			gomega.Expect(stored.SchedulingConstraints).To(gomega.BeNil(), "a rejected change was stored")
+		})
+
+		ginkgo.It("rejects scaling, through spec.replicas and /scale, below an explicit gang.minCount", framework.ID("D-V3"), func(ctx context.Context) {
+			d := create(ctx, recreate(f, "floor", 3, "100m").Obj(), gang(ptr.To[int32](3)))
+			expectRejected(scale(ctx, f, d, 2), "spec.replicas")
+
+			s, err := f.ClientSet.AppsV1().Deployments(f.Namespace).GetScale(ctx, d.Name, metav1.GetOptions{})
+			gomega.Expect(err).NotTo(gomega.HaveOccurred())
+			s.Spec.Replicas = 1
+			s.ResourceVersion = "" // unconditional: the Deployment controller updates status meanwhile
+			_, err = f.ClientSet.AppsV1().Deployments(f.Namespace).UpdateScale(ctx, d.Name, s, metav1.UpdateOptions{})
+			expectRejected(err, "spec.replicas")
+
+			ginkgo.By("scaling up, and through /scale at or above the floor, is accepted")
+			gomega.Expect(scale(ctx, f, d, 4)).To(gomega.Succeed())
+			s, err = f.ClientSet.AppsV1().Deployments(f.Namespace).GetScale(ctx, d.Name, metav1.GetOptions{})
+			gomega.Expect(err).NotTo(gomega.HaveOccurred())
+			_, err = f.ClientSet.AppsV1().Deployments(f.Namespace).UpdateScale(ctx, d.Name, &autoscalingv1.Scale{
+				ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace}, Spec: autoscalingv1.ScaleSpec{Replicas: 3},
+			}, metav1.UpdateOptions{})
+			gomega.Expect(err).NotTo(gomega.HaveOccurred())
+			got, err := f.ClientSet.AppsV1().Deployments(f.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
+			gomega.Expect(err).NotTo(gomega.HaveOccurred())
+			gomega.Expect(got.Spec.Replicas).To(gomega.HaveValue(gomega.Equal(int32(3))))
+		})
+	})

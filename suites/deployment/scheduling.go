@@ -1,0 +1,184 @@
+package deployment
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/workload-aware/apps-harness/framework"
+)
+
+var _ = ginkgo.Describe("Deployment gangs on the scheduler", framework.KEP(6276),
+	framework.WithFeatureGate(framework.GenericWorkload, framework.WorkloadWithDeployment), func() {
+		f := framework.New("deploy-gang")
+
+		ginkgo.It("binds all replicas of a Recreate gang at once, or none", framework.ID("D-E1"), framework.Serial, func(ctx context.Context) {
+			fit := framework.MeasureCapacity(ctx, f)
+			ginkgo.By("a gang that fits binds completely")
+			small := create(ctx, recreate(f, "fits", 3, fit.OnePerNode.String()).Obj(), gang(nil))
+			framework.WaitForPodsRunning(ctx, podsOf(f, small), 3)
+			gomega.Expect(scale(ctx, f, small, 0)).To(gomega.Succeed())
+			framework.WaitForPodsRunning(ctx, podsOf(f, small), 0)
+
+			ginkgo.By(fmt.Sprintf("a gang of %d pods of %s on %d nodes binds nothing", fit.Nodes+1, fit.OnePerNode.String(), fit.Nodes))
+			big := create(ctx, recreate(f, "too-big", int32(fit.Nodes+1), fit.OnePerNode.String()).Obj(), gang(nil))
+			gomega.Eventually(ctx, func(ctx context.Context) ([]corev1.Pod, error) {
+				return framework.ListPods(ctx, podsOf(f, big))
+			}).WithTimeout(f.Timeouts.PodsBound).Should(gomega.HaveLen(fit.Nodes+1), "waiting for the ReplicaSet to create every pod")
+			pg := podGroups(ctx, f)
+			gomega.Expect(pg).To(gomega.HaveLen(1))
+			framework.WaitForPodGroupCondition(ctx, framework.PodGroupConditionInput{
+				ClientSet: f.ClientSet, Namespace: f.Namespace, Name: pg[0].Name,
+				Type: framework.PodGroupInitiallyScheduled, Status: metav1.ConditionFalse, Reason: "Unschedulable",
+			})
+			framework.ExpectNoPodBound(ctx, podsOf(f, big))
+		})
+
+		ginkgo.It("places a topology-constrained gang in a single domain", framework.ID("D-E3"),
+			framework.WithFeatureGate(framework.TopologyAwareWorkloadScheduling), func(ctx context.Context) {
+				key := framework.TestContext.TopologyKey
+				domains := framework.NodesByLabel(ctx, f, key)
+				if !framework.AnyDomainHasNodes(domains, 2) {
+					ginkgo.Skip(fmt.Sprintf("needs a %s domain with at least 2 nodes; domains: %v", key, domains))
+				}
+				fit := framework.MeasureCapacity(ctx, f)
+				// 3/8 of a node per pod: four pods need two nodes, which only a
+				// domain-aware placement keeps in one domain.
+				d := create(ctx, recreate(f, "placed", 4, fit.Fraction(3, 8)).Obj(), withTopology(gang(nil), key))
+				state := framework.WaitForPodsRunning(ctx, podsOf(f, d), 4)
+				used := map[string]bool{}
+				for _, node := range state.NodeOf {
+					used[framework.DomainOf(domains, node)] = true
+				}
+				gomega.Expect(used).To(gomega.HaveLen(1), "the gang spans several %s domains: %s", key, state)
+				gomega.Expect(len(framework.DistinctNodes(state))).To(gomega.BeNumerically(">=", 2), "the gang must span nodes to prove anything: %s", state)
+			})
+
+		ginkgo.It("keeps the user's minCount at zero replicas and re-forms the gang on a new PodGroup", framework.ID("D-E7"), func(ctx context.Context) {
+			d := create(ctx, recreate(f, "zero-back", 3, "200m").Obj(), gang(ptr.To[int32](2)))
+			framework.WaitForPodsRunning(ctx, podsOf(f, d), 3)
+			first := podGroups(ctx, f)
+			gomega.Expect(first).To(gomega.HaveLen(1))
+
+			gomega.Expect(scale(ctx, f, d, 0)).To(gomega.Succeed())
+			waitForGangState(ctx, f, d, 2, false)
+
+			gomega.Expect(scale(ctx, f, d, 3)).To(gomega.Succeed())
+			framework.WaitForPodsRunning(ctx, podsOf(f, d), 3)
+			waitForGangState(ctx, f, d, 2, true)
+			again := podGroups(ctx, f)
+			gomega.Expect(again[0].Name).To(gomega.Equal(first[0].Name), "same revision, same PodGroup name")
+			gomega.Expect(again[0].UID).NotTo(gomega.Equal(first[0].UID), "the PodGroup must have been deleted and recreated")
+			framework.WaitForPodGroupCondition(ctx, framework.PodGroupConditionInput{
+				ClientSet: f.ClientSet, Namespace: f.Namespace, Name: again[0].Name,
+				Type: framework.PodGroupInitiallyScheduled, Status: metav1.ConditionTrue,
+			})
+		})
+
+		ginkgo.It("scales a running gang up without disturbing its pods; only new pods wait for the quorum", framework.ID("D-E8"), framework.Serial, func(ctx context.Context) {
+			d := create(ctx, recreate(f, "grow", 3, "1").Obj(), gang(nil))
+			before := framework.WaitForPodsRunning(ctx, podsOf(f, d), 3)
+			original := podUIDs(ctx, f, d)
+
+			ginkgo.By("scaling to 4, which fits")
+			gomega.Expect(scale(ctx, f, d, 4)).To(gomega.Succeed())
+			framework.WaitForPodsRunning(ctx, podsOf(f, d), 4)
+			expectUndisturbed(ctx, f, d, original, before)
+
+			fit := framework.MeasureCapacity(ctx, f)
+			huge := int32(fit.Nodes*int(fit.MinAllocatable.Value()) + 4)
+			ginkgo.By(fmt.Sprintf("scaling to %d, which cannot fit: new pods wait, old pods keep running", huge))
+			gomega.Expect(scale(ctx, f, d, huge)).To(gomega.Succeed())
+			waitForGangState(ctx, f, d, huge, true)
+			gomega.Eventually(ctx, func(ctx context.Context) ([]corev1.Pod, error) {
+				return framework.ListPods(ctx, podsOf(f, d))
+			}).WithTimeout(f.Timeouts.PodsBound).Should(gomega.HaveLen(int(huge)))
+			gomega.Consistently(ctx, func(ctx context.Context) (int, error) {
+				s, err := framework.BindingState(ctx, podsOf(f, d))
+				return s.Bound, err
+			}).WithTimeout(f.Timeouts.StaysUnbound).WithPolling(f.Timeouts.Poll).Should(gomega.Equal(4),
+				"only the 4 pods that ran before may be bound while the new quorum cannot be met")
+			expectUndisturbed(ctx, f, d, original, before)
+		})
+
+		ginkgo.It("replaces a deleted pod without recreating the PodGroup", framework.ID("D-E9"), func(ctx context.Context) {
+			d := create(ctx, recreate(f, "replace", 3, "200m").Obj(), gang(nil))
+			framework.WaitForPodsRunning(ctx, podsOf(f, d), 3)
+			pg := podGroups(ctx, f)
+			gomega.Expect(pg).To(gomega.HaveLen(1))
+			pods, err := framework.ListPods(ctx, podsOf(f, d))
+			gomega.Expect(err).NotTo(gomega.HaveOccurred())
+			victim := pods[0]
+			gomega.Expect(f.ClientSet.CoreV1().Pods(f.Namespace).Delete(ctx, victim.Name, metav1.DeleteOptions{})).To(gomega.Succeed())
+
+			gomega.Eventually(ctx, func(ctx context.Context) (bool, error) {
+				uids := podUIDs(ctx, f, d)
+				return len(uids) == 3 && !uids[string(victim.UID)], nil
+			}).WithTimeout(f.Timeouts.PodsBound).Should(gomega.BeTrue(), "waiting for a replacement of pod %s", victim.Name)
+			framework.WaitForPodsRunning(ctx, podsOf(f, d), 3)
+			now := podGroups(ctx, f)
+			gomega.Expect(now).To(gomega.HaveLen(1))
+			gomega.Expect(now[0].UID).To(gomega.Equal(pg[0].UID), "the PodGroup was recreated")
+			pods, err = framework.ListPods(ctx, podsOf(f, d))
+			gomega.Expect(err).NotTo(gomega.HaveOccurred())
+			for _, p := range pods {
+				gomega.Expect(p.Spec.SchedulingGroup.PodGroupName).To(gomega.HaveValue(gomega.Equal(pg[0].Name)), "pod %s", p.Name)
+			}
+		})
+
+		ginkgo.It("reports a gang that cannot be placed through the Deployment's conditions", framework.ID("D-E10"), framework.Serial, func(ctx context.Context) {
+			fit := framework.MeasureCapacity(ctx, f)
+			d := recreate(f, "stuck", int32(fit.Nodes+1), fit.OnePerNode.String()).ProgressDeadlineSeconds(10).Obj()
+			d = create(ctx, d, gang(nil))
+			gomega.Eventually(ctx, func(ctx context.Context) (map[appsv1.DeploymentConditionType]string, error) {
+				got, err := f.ClientSet.AppsV1().Deployments(f.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
+				if err != nil {
+					return nil, err
+				}
+				out := map[appsv1.DeploymentConditionType]string{}
+				for _, c := range got.Status.Conditions {
+					out[c.Type] = string(c.Status) + "/" + c.Reason
+				}
+				return out, nil
+			}).WithTimeout(f.Timeouts.PodsBound).WithPolling(f.Timeouts.Poll).Should(gomega.And(
+				gomega.HaveKeyWithValue(appsv1.DeploymentAvailable, "False/MinimumReplicasUnavailable"),
+				gomega.HaveKeyWithValue(appsv1.DeploymentProgressing, "False/ProgressDeadlineExceeded"),
+			), "waiting for Available=False (MinimumReplicasUnavailable) and Progressing=False (ProgressDeadlineExceeded)")
+			framework.ExpectNoPodBound(ctx, podsOf(f, d))
+		})
+	})
+
+// podUIDs returns the UIDs of the Deployment's pods.
+func podUIDs(ctx context.Context, f *framework.Framework, d *appsv1.Deployment) map[string]bool {
+	pods, err := framework.ListPods(ctx, podsOf(f, d))
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	out := map[string]bool{}
+	for _, p := range pods {
+		if p.DeletionTimestamp == nil {
+			out[string(p.UID)] = true
+		}
+	}
+	return out
+}
+
+// expectUndisturbed asserts the original pods still exist, on the same nodes, Running.
+func expectUndisturbed(ctx context.Context, f *framework.Framework, d *appsv1.Deployment, original map[string]bool, before framework.PodBindingState) {
+	pods, err := framework.ListPods(ctx, podsOf(f, d))
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	seen := 0
+	for _, p := range pods {
+		if !original[string(p.UID)] {
+			continue
+		}
+		seen++
+		gomega.ExpectWithOffset(1, p.Status.Phase).To(gomega.Equal(corev1.PodRunning), "original pod %s", p.Name)
+		gomega.ExpectWithOffset(1, p.Spec.NodeName).To(gomega.Equal(before.NodeOf[p.Name]), "original pod %s moved", p.Name)
+	}
+	gomega.ExpectWithOffset(1, seen).To(gomega.Equal(len(original)), "some original pods are gone")
+}
