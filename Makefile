@@ -51,6 +51,10 @@ test: tools ## go vet and unit tests; go test -json goes to $(ARTIFACTS)/unit.js
 e2e: tools ## Build what is missing, start a local cluster (or use KUBECONFIG=), run every suite, report.
 	hack/e2e.sh
 
+.PHONY: bench
+bench: tools ## Run the Benchmark specs only; figures in $(ARTIFACTS)/bench_deployment.md.
+	LABEL_FILTER=Benchmark hack/e2e.sh
+
 .PHONY: report
 report: tools ## Write $(ARTIFACTS)/testplan.md from the JUnit report and unit.json.
 	$(OUTPUT_DIR)/bin/testplan-report --junit $(ARTIFACTS)/junit_e2e.xml --unit-json $(ARTIFACTS)/unit.json --out $(ARTIFACTS)/testplan.md

@@ -20,8 +20,6 @@ package deployment
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -80,10 +78,9 @@ type Reconciler struct {
 	recorder         record.EventRecorder
 	gates            Gates
 
-	// created remembers PodGroups this process created or saw, by
-	// namespace/name, until the informer catches up, so pods created right
-	// after their PodGroup get its UID without another API read.
-	created sync.Map // types.NamespacedName -> *schedulingv1beta1.PodGroup
+	workloadWrites                   writes[*schedulingv1beta1.Workload]
+	podGroupWrites                   writes[*schedulingv1beta1.PodGroup]
+	deploymentLocks, replicaSetLocks keyedMutex
 }
 
 // Options wires a Reconciler.
@@ -134,19 +131,25 @@ func (r *Reconciler) EnsureWorkload(ctx context.Context, d *appsv1.Deployment) (
 	if err := r.scheduling.Ready(); err != nil {
 		return nil, err
 	}
+	defer r.deploymentLocks.lock(types.NamespacedName{Namespace: d.Namespace, Name: d.Name})()
 	desired, err := BuildWorkload(d, cfg)
 	if err != nil {
 		r.recorder.Eventf(d, corev1.EventTypeWarning, ReasonFailedWorkloadCreate, "compiling spec.scheduling into a Workload: %v", err)
 		return nil, err
 	}
 	client := r.deploymentClient.SchedulingV1beta1().Workloads(d.Namespace)
+	key := types.NamespacedName{Namespace: d.Namespace, Name: desired.Name}
 	existing, err := r.scheduling.Scheduling().Workloads().Lister().Workloads(d.Namespace).Get(desired.Name)
+	if existing, found := r.workloadWrites.freshest(key, existing, err == nil); found {
+		return r.reconcileWorkload(ctx, d, desired, existing)
+	}
 	if apierrors.IsNotFound(err) {
 		start := time.Now()
 		created, err := client.Create(ctx, desired, metav1.CreateOptions{})
 		observeCreate("Workload", start, err)
 		switch {
 		case err == nil:
+			r.workloadWrites.store(key, created)
 			r.recorder.Eventf(d, corev1.EventTypeNormal, ReasonWorkloadCreated, "Created Workload %s", created.Name)
 			return created, nil
 		case apierrors.IsAlreadyExists(err):
@@ -162,6 +165,12 @@ func (r *Reconciler) EnsureWorkload(ctx context.Context, d *appsv1.Deployment) (
 	} else if err != nil {
 		return nil, err
 	}
+	return r.reconcileWorkload(ctx, d, desired, existing)
+}
+
+// reconcileWorkload checks an existing Workload is ours and brings its
+// template's gang minCount to the desired value (the one mutable field).
+func (r *Reconciler) reconcileWorkload(ctx context.Context, d *appsv1.Deployment, desired, existing *schedulingv1beta1.Workload) (*schedulingv1beta1.Workload, error) {
 	if !metav1.IsControlledBy(existing, d) {
 		r.recorder.Eventf(d, corev1.EventTypeWarning, ReasonWorkloadNameCollision, "Workload %s exists but is not controlled by this Deployment; not using it", existing.Name)
 		return nil, fmt.Errorf("workload %s/%s is not controlled by deployment %s", existing.Namespace, existing.Name, d.Name)
@@ -173,7 +182,12 @@ func (r *Reconciler) EnsureWorkload(ctx context.Context, d *appsv1.Deployment) (
 	// Only gang.minCount is mutable; the rest of the template was fixed at creation.
 	updated := existing.DeepCopy()
 	updated.Spec.PodGroupTemplates[0].SchedulingPolicy.Gang.MinCount = *want
-	return client.Update(ctx, updated, metav1.UpdateOptions{})
+	updated, err := r.deploymentClient.SchedulingV1beta1().Workloads(d.Namespace).Update(ctx, updated, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	r.workloadWrites.store(types.NamespacedName{Namespace: d.Namespace, Name: updated.Name}, updated)
+	return updated, nil
 }
 
 // deploymentOf returns the Deployment controlling rs, from the cache.
@@ -207,6 +221,7 @@ func (r *Reconciler) EnsurePodGroup(ctx context.Context, rs *appsv1.ReplicaSet) 
 	}
 	name := PodGroupName(d.Name, hash)
 	key := types.NamespacedName{Namespace: rs.Namespace, Name: name}
+	defer r.replicaSetLocks.lock(key)()
 	client := r.replicaSetClient.SchedulingV1beta1().PodGroups(rs.Namespace)
 	existing := r.cachedPodGroup(key)
 
@@ -216,7 +231,7 @@ func (r *Reconciler) EnsurePodGroup(ctx context.Context, rs *appsv1.ReplicaSet) 
 			if err != nil && !apierrors.IsNotFound(err) {
 				return nil, err
 			}
-			r.created.Delete(key)
+			r.podGroupWrites.forget(key)
 			r.recorder.Eventf(d, corev1.EventTypeNormal, ReasonPodGroupDeleted, "Deleted PodGroup %s of ReplicaSet %s at zero replicas", name, rs.Name)
 		}
 		return nil, nil
@@ -240,13 +255,17 @@ func (r *Reconciler) EnsurePodGroup(ctx context.Context, rs *appsv1.ReplicaSet) 
 			return nil, fmt.Errorf("podgroup %s/%s is not controlled by replicaset %s", rs.Namespace, name, rs.Name)
 		}
 		want := TemplateMinCount(w)
-		if g := existing.Spec.SchedulingPolicy.Gang; want != nil && g != nil && g.MinCount != *want {
+		// A Deployment going to zero replicas has set its Workload to the
+		// zero-replica minCount; this PodGroup is about to be deleted, so it
+		// is not worth a write.
+		goingToZero := ptr.Deref(d.Spec.Replicas, 1) == 0
+		if g := existing.Spec.SchedulingPolicy.Gang; want != nil && g != nil && g.MinCount != *want && !goingToZero {
 			updated := existing.DeepCopy()
 			updated.Spec.SchedulingPolicy.Gang.MinCount = *want
 			if existing, err = client.Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
 				return nil, err
 			}
-			r.created.Store(key, existing)
+			r.podGroupWrites.store(key, existing)
 		}
 		return existing, nil
 	}
@@ -271,7 +290,7 @@ func (r *Reconciler) EnsurePodGroup(ctx context.Context, rs *appsv1.ReplicaSet) 
 	if err != nil {
 		return nil, err
 	}
-	r.created.Store(key, created)
+	r.podGroupWrites.store(key, created)
 	return created, nil
 }
 
@@ -279,23 +298,11 @@ func (r *Reconciler) EnsurePodGroup(ctx context.Context, rs *appsv1.ReplicaSet) 
 // this process wrote that the informer has not delivered yet.
 func (r *Reconciler) cachedPodGroup(key types.NamespacedName) *schedulingv1beta1.PodGroup {
 	fromInformer, err := r.scheduling.Scheduling().PodGroups().Lister().PodGroups(key.Namespace).Get(key.Name)
-	if err != nil {
-		fromInformer = nil
-	}
-	v, ok := r.created.Load(key)
+	pg, ok := r.podGroupWrites.freshest(key, fromInformer, err == nil)
 	if !ok {
-		return fromInformer
+		return nil
 	}
-	mine := v.(*schedulingv1beta1.PodGroup)
-	if fromInformer != nil && fromInformer.UID == mine.UID && newerOrSame(fromInformer.ResourceVersion, mine.ResourceVersion) {
-		r.created.Delete(key) // the informer caught up
-		return fromInformer
-	}
-	if fromInformer != nil && fromInformer.UID != mine.UID {
-		r.created.Delete(key)
-		return fromInformer
-	}
-	return mine
+	return pg
 }
 
 // podGroupUID returns the UID of the named PodGroup when it is controlled by
@@ -313,11 +320,3 @@ func (r *Reconciler) podGroupUID(namespace, name string, podController *metav1.O
 }
 
 func logger(ctx context.Context) klog.Logger { return klog.FromContext(ctx) }
-
-// newerOrSame compares resource versions; they are etcd revisions in practice,
-// and anything unparsable counts as not newer.
-func newerOrSame(a, b string) bool {
-	x, errA := strconv.ParseUint(a, 10, 64)
-	y, errB := strconv.ParseUint(b, 10, 64)
-	return errA == nil && errB == nil && x >= y
-}

@@ -68,11 +68,21 @@ func NewWorkers(r *Reconciler, deployments, replicaSets cache.SharedIndexInforme
 	sched := r.scheduling.Scheduling()
 	_, _ = sched.Workloads().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(_, obj any) { w.workloadChanged(obj) },
-		DeleteFunc: w.workloadChanged,
+		DeleteFunc: func(obj any) {
+			if wl, ok := unwrap[*schedulingv1beta1.Workload](obj); ok {
+				r.workloadWrites.forget(types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name})
+			}
+			w.workloadChanged(obj)
+		},
 	})
 	_, _ = sched.PodGroups().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(_, obj any) { w.podGroupChanged(obj) },
-		DeleteFunc: w.podGroupChanged,
+		DeleteFunc: func(obj any) {
+			if pg, ok := unwrap[*schedulingv1beta1.PodGroup](obj); ok {
+				r.podGroupWrites.forget(types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name})
+			}
+			w.podGroupChanged(obj)
+		},
 	})
 	return w
 }

@@ -80,6 +80,23 @@ func (c *Cluster) KubeconfigPath() string { return c.paths.adminKubeconfig() }
 // LogPath is where a component's stdout and stderr go.
 func (c *Cluster) LogPath(name Component) string { return c.paths.log(name) }
 
+// AuditLogPath is the apiserver's audit log: one JSON event per write to
+// scheduling.k8s.io Workloads and PodGroups (see auditPolicy).
+func (c *Cluster) AuditLogPath() string { return c.paths.auditLog() }
+
+// auditPolicy records who writes Workloads and PodGroups, and nothing else.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  verbs: [create, update, patch, delete]
+  resources:
+  - group: scheduling.k8s.io
+    resources: [workloads, podgroups]
+- level: None
+`
+
 // LogDir holds every component's log.
 func (c *Cluster) LogDir() string { return c.paths.logs }
 
@@ -136,6 +153,9 @@ func (c *Cluster) Start(ctx context.Context) (err error) {
 		return fmt.Errorf("generating PKI: %w", err)
 	}
 	if err := os.WriteFile(c.paths.kwokConfig, kwoknodes.Stages(), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(c.paths.auditPolicy, []byte(auditPolicy), 0o644); err != nil {
 		return err
 	}
 	for _, name := range c.components() {

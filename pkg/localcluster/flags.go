@@ -117,6 +117,10 @@ func (c *Cluster) componentArgs(name Component) []string {
 			{"authorization-mode", "Node,RBAC"},
 			{"allow-privileged", "true"},
 			{"runtime-config", FormatRuntimeConfig(cfg.RuntimeConfig)},
+			// Writes to Workloads and PodGroups are audited with their user, so
+			// benchmarks can attribute every write to the component that made it.
+			{"audit-policy-file", p.auditPolicy},
+			{"audit-log-path", p.auditLog()},
 		}
 	case ControllerManager, Scheduler:
 		kc := p.kubeconfig(name)

@@ -4,19 +4,20 @@ import "path/filepath"
 
 // paths is the layout of a cluster's WorkDir.
 type paths struct {
-	root, pki, logs, etcdData, saKey, saPub, kwokConfig string
+	root, pki, logs, etcdData, saKey, saPub, kwokConfig, auditPolicy string
 }
 
 func newPaths(root string) paths {
 	pki := filepath.Join(root, "pki")
 	return paths{
-		root:       root,
-		pki:        pki,
-		logs:       filepath.Join(root, "logs"),
-		etcdData:   filepath.Join(root, "etcd-data"),
-		saKey:      filepath.Join(pki, "sa.key"),
-		saPub:      filepath.Join(pki, "sa.pub"),
-		kwokConfig: filepath.Join(root, "kwok.yaml"),
+		root:        root,
+		pki:         pki,
+		logs:        filepath.Join(root, "logs"),
+		etcdData:    filepath.Join(root, "etcd-data"),
+		saKey:       filepath.Join(pki, "sa.key"),
+		saPub:       filepath.Join(pki, "sa.pub"),
+		kwokConfig:  filepath.Join(root, "kwok.yaml"),
+		auditPolicy: filepath.Join(root, "audit-policy.yaml"),
 	}
 }
 
@@ -33,3 +34,5 @@ func (p paths) certDir(name Component) string {
 	return filepath.Join(p.root, "serving-certs", string(name))
 }
 func (p paths) state() string { return filepath.Join(p.root, "state.json") }
+
+func (p paths) auditLog() string { return filepath.Join(p.logs, "kube-apiserver-audit.log") }
