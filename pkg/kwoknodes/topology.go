@@ -34,7 +34,13 @@ type Capacity struct {
 	CPU    string `json:"cpu"`
 	Memory string `json:"memory"`
 	Pods   string `json:"pods"`
+	// GPUs is the node's nvidia.com/gpu extended resource (the KEPs' examples
+	// ask for GPUs); empty means none.
+	GPUs string `json:"gpus,omitempty"`
 }
+
+// GPUResource is the extended resource the KEPs' examples request.
+const GPUResource = corev1.ResourceName("nvidia.com/gpu")
 
 // Topology is zones x racks per zone x nodes per rack, all alike.
 type Topology struct {
@@ -44,9 +50,9 @@ type Topology struct {
 	Capacity     Capacity `json:"capacity"`
 }
 
-// DefaultTopology is 2 zones x 2 racks x 2 nodes of 4 CPU, 16Gi, 110 pods.
+// DefaultTopology is 2 zones x 2 racks x 2 nodes of 4 CPU, 16Gi, 110 pods, 4 GPUs.
 func DefaultTopology() Topology {
-	return Topology{Zones: 2, RacksPerZone: 2, NodesPerRack: 2, Capacity: Capacity{CPU: "4", Memory: "16Gi", Pods: "110"}}
+	return Topology{Zones: 2, RacksPerZone: 2, NodesPerRack: 2, Capacity: Capacity{CPU: "4", Memory: "16Gi", Pods: "110", GPUs: "4"}}
 }
 
 // Validate names the field that is wrong.
@@ -57,7 +63,10 @@ func (t Topology) Validate() error {
 	if t.Zones > 26 {
 		return fmt.Errorf("topology.zones=%d: at most 26 zones (named zone-a..zone-z)", t.Zones)
 	}
-	for field, q := range map[string]string{"cpu": t.Capacity.CPU, "memory": t.Capacity.Memory, "pods": t.Capacity.Pods} {
+	for field, q := range map[string]string{"cpu": t.Capacity.CPU, "memory": t.Capacity.Memory, "pods": t.Capacity.Pods, "gpus": t.Capacity.GPUs} {
+		if field == "gpus" && q == "" {
+			continue
+		}
 		if _, err := resource.ParseQuantity(q); err != nil {
 			return fmt.Errorf("topology.capacity.%s=%q: %v", field, q, err)
 		}
@@ -82,6 +91,9 @@ func (t Topology) Nodes() []corev1.Node {
 		corev1.ResourceCPU:    resource.MustParse(t.Capacity.CPU),
 		corev1.ResourceMemory: resource.MustParse(t.Capacity.Memory),
 		corev1.ResourcePods:   resource.MustParse(t.Capacity.Pods),
+	}
+	if t.Capacity.GPUs != "" {
+		capacity[GPUResource] = resource.MustParse(t.Capacity.GPUs)
 	}
 	var out []corev1.Node
 	for z := range t.Zones {
