@@ -47,7 +47,8 @@ func uidHash(d *appsv1.Deployment) string {
 func withSuffix(base, suffix string, max int) string {
 	room := max - len(suffix) - 1
 	if len(base) > room {
-		base = base[:room]
+		// A cut right after a dot would leave an empty DNS label ("a.-hash").
+		base = strings.TrimRight(base[:room], ".")
 	}
 	return base + "-" + suffix
 }
@@ -66,9 +67,14 @@ func TemplateName(d *appsv1.Deployment) string {
 }
 
 // PodGroupName is <deployment>-<pod-template-hash>: the ReplicaSet's own name,
-// truncated the way the Deployment controller truncates it.
+// truncated exactly the way the Deployment controller truncates it (which
+// does not trim a dot at the cut; neither may we, or the names would differ).
 func PodGroupName(deploymentName, podTemplateHash string) string {
-	return withSuffix(deploymentName, podTemplateHash, validation.DNS1123SubdomainMaxLength)
+	room := validation.DNS1123SubdomainMaxLength - len(podTemplateHash) - 1
+	if len(deploymentName) > room {
+		deploymentName = deploymentName[:room]
+	}
+	return deploymentName + "-" + podTemplateHash
 }
 
 // ResolvedMinCount is the gang minCount for replicas: the user's explicit

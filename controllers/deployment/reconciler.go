@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	kubefeatures "k8s.io/kubernetes/pkg/features"
@@ -94,10 +95,24 @@ type Options struct {
 
 // NewReconciler returns a Reconciler.
 func NewReconciler(o Options) *Reconciler {
-	return &Reconciler{
+	r := &Reconciler{
 		deploymentClient: o.DeploymentClient, replicaSetClient: o.ReplicaSetClient,
 		deployments: o.Deployments, scheduling: o.Scheduling, recorder: o.Recorder, gates: o.Gates,
 	}
+	// A deleted object must be forgotten by the own-write caches, or the next
+	// ensure would take the stale copy for the live object and not recreate it.
+	sched := o.Scheduling.Scheduling()
+	_, _ = sched.Workloads().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
+		if wl, ok := unwrap[*schedulingv1beta1.Workload](obj); ok {
+			r.workloadWrites.forget(types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name})
+		}
+	}})
+	_, _ = sched.PodGroups().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
+		if pg, ok := unwrap[*schedulingv1beta1.PodGroup](obj); ok {
+			r.podGroupWrites.forget(types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name})
+		}
+	}})
+	return r
 }
 
 // IntentFor returns the Deployment's scheduling intent when the controller
@@ -279,8 +294,13 @@ func (r *Reconciler) EnsurePodGroup(ctx context.Context, rs *appsv1.ReplicaSet) 
 	created, err := client.Create(ctx, desired, metav1.CreateOptions{})
 	observeCreate("PodGroup", start, err)
 	if apierrors.IsAlreadyExists(err) {
-		if created, err = client.Get(ctx, name, metav1.GetOptions{}); err == nil && !metav1.IsControlledBy(created, rs) {
+		created, err = client.Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case err != nil:
+		case !metav1.IsControlledBy(created, rs):
 			err = fmt.Errorf("podgroup %s/%s is not controlled by replicaset %s", rs.Namespace, name, rs.Name)
+		case created.DeletionTimestamp != nil:
+			err = fmt.Errorf("podgroup %s/%s is still being deleted; waiting to recreate it", rs.Namespace, name)
 		}
 	} else if err != nil {
 		r.recorder.Eventf(d, corev1.EventTypeWarning, ReasonFailedPodGroupCreate, "Error creating PodGroup %s: %v", name, err)

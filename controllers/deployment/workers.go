@@ -68,21 +68,11 @@ func NewWorkers(r *Reconciler, deployments, replicaSets cache.SharedIndexInforme
 	sched := r.scheduling.Scheduling()
 	_, _ = sched.Workloads().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(_, obj any) { w.workloadChanged(obj) },
-		DeleteFunc: func(obj any) {
-			if wl, ok := unwrap[*schedulingv1beta1.Workload](obj); ok {
-				r.workloadWrites.forget(types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name})
-			}
-			w.workloadChanged(obj)
-		},
+		DeleteFunc: w.workloadChanged,
 	})
 	_, _ = sched.PodGroups().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(_, obj any) { w.podGroupChanged(obj) },
-		DeleteFunc: func(obj any) {
-			if pg, ok := unwrap[*schedulingv1beta1.PodGroup](obj); ok {
-				r.podGroupWrites.forget(types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name})
-			}
-			w.podGroupChanged(obj)
-		},
+		DeleteFunc: w.podGroupChanged,
 	})
 	return w
 }
