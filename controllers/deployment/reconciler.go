@@ -38,6 +38,7 @@ import (
 
 	"github.com/workload-aware/apps-harness/controllers/features"
 	"github.com/workload-aware/apps-harness/controllers/intent"
+	"github.com/workload-aware/apps-harness/controllers/objcache"
 	"github.com/workload-aware/apps-harness/controllers/schedulingapi"
 )
 
@@ -79,9 +80,9 @@ type Reconciler struct {
 	recorder         record.EventRecorder
 	gates            Gates
 
-	workloadWrites                   writes[*schedulingv1beta1.Workload]
-	podGroupWrites                   writes[*schedulingv1beta1.PodGroup]
-	deploymentLocks, replicaSetLocks keyedMutex
+	workloadWrites                   objcache.Writes[*schedulingv1beta1.Workload]
+	podGroupWrites                   objcache.Writes[*schedulingv1beta1.PodGroup]
+	deploymentLocks, replicaSetLocks objcache.KeyedMutex
 }
 
 // Options wires a Reconciler.
@@ -104,12 +105,12 @@ func NewReconciler(o Options) *Reconciler {
 	sched := o.Scheduling.Scheduling()
 	_, _ = sched.Workloads().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
 		if wl, ok := unwrap[*schedulingv1beta1.Workload](obj); ok {
-			r.workloadWrites.forget(types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name})
+			r.workloadWrites.Forget(types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name})
 		}
 	}})
 	_, _ = sched.PodGroups().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
 		if pg, ok := unwrap[*schedulingv1beta1.PodGroup](obj); ok {
-			r.podGroupWrites.forget(types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name})
+			r.podGroupWrites.Forget(types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name})
 		}
 	}})
 	return r
@@ -146,7 +147,7 @@ func (r *Reconciler) EnsureWorkload(ctx context.Context, d *appsv1.Deployment) (
 	if err := r.scheduling.Ready(); err != nil {
 		return nil, err
 	}
-	defer r.deploymentLocks.lock(types.NamespacedName{Namespace: d.Namespace, Name: d.Name})()
+	defer r.deploymentLocks.Lock(types.NamespacedName{Namespace: d.Namespace, Name: d.Name})()
 	desired, err := BuildWorkload(d, cfg)
 	if err != nil {
 		r.recorder.Eventf(d, corev1.EventTypeWarning, ReasonFailedWorkloadCreate, "compiling spec.scheduling into a Workload: %v", err)
@@ -155,7 +156,7 @@ func (r *Reconciler) EnsureWorkload(ctx context.Context, d *appsv1.Deployment) (
 	client := r.deploymentClient.SchedulingV1beta1().Workloads(d.Namespace)
 	key := types.NamespacedName{Namespace: d.Namespace, Name: desired.Name}
 	existing, err := r.scheduling.Scheduling().Workloads().Lister().Workloads(d.Namespace).Get(desired.Name)
-	if existing, found := r.workloadWrites.freshest(key, existing, err == nil); found {
+	if existing, found := r.workloadWrites.Freshest(key, existing, err == nil); found {
 		return r.reconcileWorkload(ctx, d, desired, existing)
 	}
 	if apierrors.IsNotFound(err) {
@@ -164,7 +165,7 @@ func (r *Reconciler) EnsureWorkload(ctx context.Context, d *appsv1.Deployment) (
 		observeCreate("Workload", start, err)
 		switch {
 		case err == nil:
-			r.workloadWrites.store(key, created)
+			r.workloadWrites.Store(key, created)
 			r.recorder.Eventf(d, corev1.EventTypeNormal, ReasonWorkloadCreated, "Created Workload %s", created.Name)
 			return created, nil
 		case apierrors.IsAlreadyExists(err):
@@ -201,7 +202,7 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, d *appsv1.Deployment
 	if err != nil {
 		return nil, err
 	}
-	r.workloadWrites.store(types.NamespacedName{Namespace: d.Namespace, Name: updated.Name}, updated)
+	r.workloadWrites.Store(types.NamespacedName{Namespace: d.Namespace, Name: updated.Name}, updated)
 	return updated, nil
 }
 
@@ -236,7 +237,7 @@ func (r *Reconciler) EnsurePodGroup(ctx context.Context, rs *appsv1.ReplicaSet) 
 	}
 	name := PodGroupName(d.Name, hash)
 	key := types.NamespacedName{Namespace: rs.Namespace, Name: name}
-	defer r.replicaSetLocks.lock(key)()
+	defer r.replicaSetLocks.Lock(key)()
 	client := r.replicaSetClient.SchedulingV1beta1().PodGroups(rs.Namespace)
 	existing := r.cachedPodGroup(key)
 
@@ -246,7 +247,7 @@ func (r *Reconciler) EnsurePodGroup(ctx context.Context, rs *appsv1.ReplicaSet) 
 			if err != nil && !apierrors.IsNotFound(err) {
 				return nil, err
 			}
-			r.podGroupWrites.forget(key)
+			r.podGroupWrites.Forget(key)
 			r.recorder.Eventf(d, corev1.EventTypeNormal, ReasonPodGroupDeleted, "Deleted PodGroup %s of ReplicaSet %s at zero replicas", name, rs.Name)
 		}
 		return nil, nil
@@ -280,7 +281,7 @@ func (r *Reconciler) EnsurePodGroup(ctx context.Context, rs *appsv1.ReplicaSet) 
 			if existing, err = client.Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
 				return nil, err
 			}
-			r.podGroupWrites.store(key, existing)
+			r.podGroupWrites.Store(key, existing)
 		}
 		return existing, nil
 	}
@@ -310,7 +311,7 @@ func (r *Reconciler) EnsurePodGroup(ctx context.Context, rs *appsv1.ReplicaSet) 
 	if err != nil {
 		return nil, err
 	}
-	r.podGroupWrites.store(key, created)
+	r.podGroupWrites.Store(key, created)
 	return created, nil
 }
 
@@ -318,7 +319,7 @@ func (r *Reconciler) EnsurePodGroup(ctx context.Context, rs *appsv1.ReplicaSet) 
 // this process wrote that the informer has not delivered yet.
 func (r *Reconciler) cachedPodGroup(key types.NamespacedName) *schedulingv1beta1.PodGroup {
 	fromInformer, err := r.scheduling.Scheduling().PodGroups().Lister().PodGroups(key.Namespace).Get(key.Name)
-	pg, ok := r.podGroupWrites.freshest(key, fromInformer, err == nil)
+	pg, ok := r.podGroupWrites.Freshest(key, fromInformer, err == nil)
 	if !ok {
 		return nil
 	}

@@ -1,10 +1,11 @@
-// Package intent carries a Deployment's Workload-Aware Scheduling intent until
-// apps/v1 has the KEP-6276 field.
+// Package intent carries a Deployment's or StatefulSet's Workload-Aware
+// Scheduling intent until apps/v1 has the KEPs' field.
 //
-// KEP-6276 adds DeploymentSpec.scheduling (DeploymentSchedulingConfiguration,
-// built from the scheduling.k8s.io/v1alpha3 building blocks). apps/v1 in
+// KEP-6276 adds DeploymentSpec.scheduling and KEP-6277 StatefulSetSpec.scheduling,
+// both the same four scheduling.k8s.io/v1alpha3 building blocks. apps/v1 in
 // Kubernetes 1.37 has no such field, so the reference implementation reads the
-// very same structure, as JSON, from one annotation on the Deployment:
+// very same structure, as JSON, from one annotation on the object
+// (DeploymentAnnotation or StatefulSetAnnotation):
 //
 //	metadata:
 //	  annotations:
@@ -28,12 +29,22 @@ import (
 	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
 )
 
-// DeploymentAnnotation is the annotation that carries spec.scheduling of a Deployment.
-const DeploymentAnnotation = "scheduling.was-harness.io/deployment-scheduling"
+const (
+	// DeploymentAnnotation carries spec.scheduling of a Deployment.
+	DeploymentAnnotation = "scheduling.was-harness.io/deployment-scheduling"
+	// StatefulSetAnnotation carries spec.scheduling of a StatefulSet.
+	StatefulSetAnnotation = "scheduling.was-harness.io/statefulset-scheduling"
+)
 
-// DeploymentSchedulingConfiguration is KEP-6276's spec.scheduling, field for
+// DeploymentSchedulingConfiguration is KEP-6276's spec.scheduling.
+type DeploymentSchedulingConfiguration = SchedulingConfiguration
+
+// StatefulSetSchedulingConfiguration is KEP-6277's spec.scheduling.
+type StatefulSetSchedulingConfiguration = SchedulingConfiguration
+
+// SchedulingConfiguration is the spec.scheduling both KEPs add, field for
 // field (it mirrors batch/v1 JobSchedulingConfiguration).
-type DeploymentSchedulingConfiguration struct {
+type SchedulingConfiguration struct {
 	// SchedulingPolicy selects basic or gang; nil means basic. gang.minCount
 	// is optional; unset, the controller derives it from replicas.
 	SchedulingPolicy *schedulingv1alpha3.WorkloadPodGroupSchedulingPolicy `json:"schedulingPolicy,omitempty"`
@@ -46,12 +57,12 @@ type DeploymentSchedulingConfiguration struct {
 }
 
 // IsGang reports whether the policy is gang.
-func (c *DeploymentSchedulingConfiguration) IsGang() bool {
+func (c *SchedulingConfiguration) IsGang() bool {
 	return c != nil && c.SchedulingPolicy != nil && c.SchedulingPolicy.Gang != nil
 }
 
 // ExplicitMinCount returns the user's gang.minCount, or nil when unset (or not gang).
-func (c *DeploymentSchedulingConfiguration) ExplicitMinCount() *int32 {
+func (c *SchedulingConfiguration) ExplicitMinCount() *int32 {
 	if !c.IsGang() {
 		return nil
 	}
@@ -71,13 +82,13 @@ func (e *ParseError) Error() string {
 func (e *ParseError) Unwrap() error { return e.Err }
 
 // Parse decodes a spec.scheduling value strictly.
-func Parse(value string) (*DeploymentSchedulingConfiguration, error) {
+func Parse(value string) (*SchedulingConfiguration, error) {
 	if trimmed := bytes.TrimSpace([]byte(value)); len(trimmed) == 0 || trimmed[0] != '{' {
 		return nil, fmt.Errorf("want a JSON object such as {\"schedulingPolicy\":{\"gang\":{}}}, got %q", value)
 	}
 	dec := json.NewDecoder(bytes.NewReader([]byte(value)))
 	dec.DisallowUnknownFields()
-	cfg := &DeploymentSchedulingConfiguration{}
+	cfg := &SchedulingConfiguration{}
 	if err := dec.Decode(cfg); err != nil {
 		return nil, err
 	}
@@ -87,30 +98,41 @@ func Parse(value string) (*DeploymentSchedulingConfiguration, error) {
 	return cfg, nil
 }
 
-// FromAnnotations returns the Deployment's spec.scheduling: nil (and no error)
+// FromAnnotations returns a Deployment's spec.scheduling: nil (and no error)
 // when the annotation is absent, a *ParseError when it is malformed.
 func FromAnnotations(annotations map[string]string) (*DeploymentSchedulingConfiguration, error) {
-	value, ok := annotations[DeploymentAnnotation]
+	return FromAnnotation(annotations, DeploymentAnnotation)
+}
+
+// FromAnnotation reads spec.scheduling from the annotation key.
+func FromAnnotation(annotations map[string]string, key string) (*SchedulingConfiguration, error) {
+	value, ok := annotations[key]
 	if !ok {
 		return nil, nil
 	}
 	cfg, err := Parse(value)
 	if err != nil {
-		return nil, &ParseError{Annotation: DeploymentAnnotation, Err: err}
+		return nil, &ParseError{Annotation: key, Err: err}
 	}
 	return cfg, nil
 }
 
 // Marshal renders cfg as the annotation's value.
-func Marshal(cfg *DeploymentSchedulingConfiguration) (string, error) {
+func Marshal(cfg *SchedulingConfiguration) (string, error) {
 	data, err := json.Marshal(cfg)
 	return string(data), err
 }
 
-// SetAnnotation writes cfg into annotations (nil cfg removes it) and returns the map.
+// SetAnnotation writes a Deployment's cfg into annotations (nil cfg removes
+// it) and returns the map.
 func SetAnnotation(annotations map[string]string, cfg *DeploymentSchedulingConfiguration) (map[string]string, error) {
+	return SetAnnotationKey(annotations, DeploymentAnnotation, cfg)
+}
+
+// SetAnnotationKey writes cfg into annotations under key (nil cfg removes it).
+func SetAnnotationKey(annotations map[string]string, key string, cfg *SchedulingConfiguration) (map[string]string, error) {
 	if cfg == nil {
-		delete(annotations, DeploymentAnnotation)
+		delete(annotations, key)
 		return annotations, nil
 	}
 	v, err := Marshal(cfg)
@@ -120,6 +142,6 @@ func SetAnnotation(annotations map[string]string, cfg *DeploymentSchedulingConfi
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[DeploymentAnnotation] = v
+	annotations[key] = v
 	return annotations, nil
 }
