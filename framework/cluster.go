@@ -82,7 +82,7 @@ func ConnectCluster(kubeconfig []byte) {
 		ginkgo.Fail(fmt.Sprintf("detecting how to write scheduling intent: %v", err))
 	}
 	Intent = seam
-	ginkgo.GinkgoWriter.Printf("Scheduling intent is written as: %s\n", seam.Mode)
+	ginkgo.GinkgoWriter.Printf("Scheduling intent is written as: %s (Deployments), %s (StatefulSets)\n", seam.Mode, seam.StatefulSetMode)
 }
 
 // RESTConfig and ClientSet give access to the cluster under test.

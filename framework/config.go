@@ -80,7 +80,7 @@ func RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&TestContext.OutputDir, "output-dir", envOr("WAS_OUTPUT_DIR", "_output"), "directory with the binaries from hack/build-binaries.sh (env WAS_OUTPUT_DIR)")
 	fs.StringVar(&TestContext.KubeVersion, "kube-version", envOr("KUBE_VERSION", "v1.37.2"), "Kubernetes version of the local cluster's binaries (env KUBE_VERSION)")
 	fs.StringVar(&TestContext.Artifacts, "artifacts", envOr("ARTIFACTS", "_artifacts"), "directory for logs, failure dumps and reports (env ARTIFACTS)")
-	fs.StringVar(&TestContext.TopologyKey, "topology-key", "topology.was-harness.io/rack", "node label used as the topology domain by placement specs")
+	fs.StringVar(&TestContext.TopologyKey, "topology-key", "topology.kubernetes.io/rack", "node label used as the topology domain by placement specs")
 	fs.Float64Var(&TestContext.TimeoutScale, "timeout-scale", 1, "multiplier for every timeout of the suite")
 }
 

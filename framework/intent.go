@@ -39,11 +39,19 @@ var deploymentsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", R
 // tested by the same specs, unchanged. ConnectCluster sets it up.
 var Intent *IntentSeam
 
-// IntentSeam writes intent in the mode the server supports.
+// IntentSeam writes intent in the mode the server supports: Mode for
+// Deployments, StatefulSetMode for StatefulSets (a server may serve one
+// native field and not the other).
 type IntentSeam struct {
-	Mode    IntentMode
-	dynamic dynamic.Interface
+	Mode            IntentMode
+	StatefulSetMode IntentMode
+	dynamic         dynamic.Interface
 }
+
+// StatefulSetScheduling is KEP-6277's spec.scheduling.
+type StatefulSetScheduling = intent.StatefulSetSchedulingConfiguration
+
+var statefulSetsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "statefulsets"}
 
 // NewIntentSeam detects the mode from the server's OpenAPI v3 schema of
 // apps/v1 DeploymentSpec: native when it has a "scheduling" property.
@@ -56,31 +64,35 @@ func NewIntentSeam(cfg *rest.Config) (*IntentSeam, error) {
 	if err != nil {
 		return nil, err
 	}
-	mode, err := detectIntentMode(dc)
+	doc, err := appsSchema(dc)
 	if err != nil {
 		return nil, err
 	}
-	return &IntentSeam{Mode: mode, dynamic: dyn}, nil
+	seam := &IntentSeam{dynamic: dyn}
+	if seam.Mode, err = modeFromSchema(doc, "io.k8s.api.apps.v1.DeploymentSpec"); err != nil {
+		return nil, err
+	}
+	if seam.StatefulSetMode, err = modeFromSchema(doc, "io.k8s.api.apps.v1.StatefulSetSpec"); err != nil {
+		return nil, err
+	}
+	return seam, nil
 }
 
-func detectIntentMode(dc discovery.DiscoveryInterface) (IntentMode, error) {
+func appsSchema(dc discovery.DiscoveryInterface) ([]byte, error) {
 	paths, err := dc.OpenAPIV3().Paths()
 	if err != nil {
-		return "", fmt.Errorf("reading the OpenAPI v3 paths: %w", err)
+		return nil, fmt.Errorf("reading the OpenAPI v3 paths: %w", err)
 	}
 	gv, ok := paths["apis/apps/v1"]
 	if !ok {
-		return "", fmt.Errorf("the server publishes no OpenAPI v3 schema for apps/v1")
+		return nil, fmt.Errorf("the server publishes no OpenAPI v3 schema for apps/v1")
 	}
-	data, err := gv.Schema("application/json")
-	if err != nil {
-		return "", err
-	}
-	return modeFromSchema(data)
+	return gv.Schema("application/json")
 }
 
-// modeFromSchema reads DeploymentSpec's properties from an OpenAPI v3 document.
-func modeFromSchema(doc []byte) (IntentMode, error) {
+// modeFromSchema reads a spec type's properties from an OpenAPI v3 document:
+// native when it has "scheduling".
+func modeFromSchema(doc []byte, specType string) (IntentMode, error) {
 	var parsed struct {
 		Components struct {
 			Schemas map[string]struct {
@@ -91,9 +103,9 @@ func modeFromSchema(doc []byte) (IntentMode, error) {
 	if err := json.Unmarshal(doc, &parsed); err != nil {
 		return "", fmt.Errorf("parsing the apps/v1 OpenAPI schema: %w", err)
 	}
-	spec, ok := parsed.Components.Schemas["io.k8s.api.apps.v1.DeploymentSpec"]
+	spec, ok := parsed.Components.Schemas[specType]
 	if !ok {
-		return "", fmt.Errorf("the apps/v1 OpenAPI schema has no io.k8s.api.apps.v1.DeploymentSpec")
+		return "", fmt.Errorf("the apps/v1 OpenAPI schema has no %s", specType)
 	}
 	if _, ok := spec.Properties["scheduling"]; ok {
 		return IntentNative, nil
@@ -216,4 +228,84 @@ func setField(u *unstructured.Unstructured, v any, fields ...string) error {
 func toDeployment(u *unstructured.Unstructured) (*appsv1.Deployment, error) {
 	d := &appsv1.Deployment{}
 	return d, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, d)
+}
+
+// --- StatefulSets: the same seam, with KEP-6277's annotation and field.
+
+// WithStatefulSetScheduling returns set carrying cfg, ready to create.
+func (s *IntentSeam) WithStatefulSetScheduling(set *appsv1.StatefulSet, cfg *StatefulSetScheduling) (*unstructured.Unstructured, error) {
+	set = set.DeepCopy()
+	set.APIVersion, set.Kind = "apps/v1", "StatefulSet"
+	if s.StatefulSetMode == IntentAnnotation {
+		var err error
+		if set.Annotations, err = intent.SetAnnotationKey(set.Annotations, intent.StatefulSetAnnotation, cfg); err != nil {
+			return nil, err
+		}
+	}
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(set)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: content}
+	if s.StatefulSetMode == IntentNative && cfg != nil {
+		if err := setField(u, cfg, "spec", "scheduling"); err != nil {
+			return nil, err
+		}
+	}
+	return u, nil
+}
+
+// CreateStatefulSet creates set with spec.scheduling cfg (nil: none).
+func (s *IntentSeam) CreateStatefulSet(ctx context.Context, set *appsv1.StatefulSet, cfg *StatefulSetScheduling) (*appsv1.StatefulSet, error) {
+	u, err := s.WithStatefulSetScheduling(set, cfg)
+	if err != nil {
+		return nil, err
+	}
+	created, err := s.dynamic.Resource(statefulSetsGVR).Namespace(set.Namespace).Create(ctx, u, metav1.CreateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := &appsv1.StatefulSet{}
+	return out, runtime.DefaultUnstructuredConverter.FromUnstructured(created.Object, out)
+}
+
+// UpdateStatefulSet reads, mutates and writes a StatefulSet and its intent;
+// only write conflicts are retried.
+func (s *IntentSeam) UpdateStatefulSet(ctx context.Context, namespace, name string, mutate func(set *appsv1.StatefulSet, cfg **StatefulSetScheduling)) (*appsv1.StatefulSet, error) {
+	res := s.dynamic.Resource(statefulSetsGVR).Namespace(namespace)
+	out := &appsv1.StatefulSet{}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		u, err := res.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		set := &appsv1.StatefulSet{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, set); err != nil {
+			return err
+		}
+		var cfg *StatefulSetScheduling
+		if s.StatefulSetMode == IntentAnnotation {
+			cfg, err = intent.FromAnnotation(u.GetAnnotations(), intent.StatefulSetAnnotation)
+		} else if raw, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "scheduling"); found {
+			data, _ := json.Marshal(raw)
+			cfg, err = intent.Parse(string(data))
+		}
+		if err != nil {
+			return err
+		}
+		mutate(set, &cfg)
+		next, err := s.WithStatefulSetScheduling(set, cfg)
+		if err != nil {
+			return err
+		}
+		if s.StatefulSetMode == IntentNative && cfg == nil {
+			unstructured.RemoveNestedField(next.Object, "spec", "scheduling")
+		}
+		updated, err := res.Update(ctx, next, metav1.UpdateOptions{})
+		if err != nil {
+			return err
+		}
+		return runtime.DefaultUnstructuredConverter.FromUnstructured(updated.Object, out)
+	})
+	return out, err
 }

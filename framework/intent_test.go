@@ -14,13 +14,14 @@ import (
 func TestModeFromSchema(t *testing.T) {
 	without := []byte(`{"components":{"schemas":{"io.k8s.api.apps.v1.DeploymentSpec":{"properties":{"replicas":{},"template":{}}}}}}`)
 	with := []byte(`{"components":{"schemas":{"io.k8s.api.apps.v1.DeploymentSpec":{"properties":{"replicas":{},"scheduling":{}}}}}}`)
-	if m, err := modeFromSchema(without); err != nil || m != IntentAnnotation {
+	const spec = "io.k8s.api.apps.v1.DeploymentSpec"
+	if m, err := modeFromSchema(without, spec); err != nil || m != IntentAnnotation {
 		t.Errorf("1.37 schema: mode %q, %v; want annotation", m, err)
 	}
-	if m, err := modeFromSchema(with); err != nil || m != IntentNative {
+	if m, err := modeFromSchema(with, spec); err != nil || m != IntentNative {
 		t.Errorf("schema with spec.scheduling: mode %q, %v; want native", m, err)
 	}
-	if _, err := modeFromSchema([]byte(`{"components":{"schemas":{}}}`)); err == nil {
+	if _, err := modeFromSchema([]byte(`{"components":{"schemas":{}}}`), spec); err == nil {
 		t.Error("a schema without DeploymentSpec must be an error, not a guess")
 	}
 }

@@ -1,9 +1,12 @@
 // Package admission validates a Deployment's Workload-Aware Scheduling intent
 // (KEP-6276 spec.scheduling, carried by the intent.DeploymentAnnotation
-// annotation) the way the apiserver would validate the native field, and
-// serves that validation as a validating admission webhook.
+// annotation) and a StatefulSet's (KEP-6277, intent.StatefulSetAnnotation; see
+// ValidateStatefulSetCreate) the way the apiserver would validate the native
+// field, and serves that validation as a validating admission webhook.
+// Helpers both kinds share (annotation parsing, the gate, the claims list,
+// the workloadbuilder layer, immutability) live in common.go.
 //
-// The validation runs in the KEP's three layers:
+// For Deployments, the validation runs in the KEP's three layers:
 //
 //  1. Declarative validation (DV) of the scheduling.k8s.io/v1alpha3 building
 //     blocks, plus the markers of the embedding field DV would apply in-tree:
@@ -43,8 +46,6 @@
 package admission
 
 import (
-	"context"
-	"errors"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -62,12 +63,8 @@ import (
 // (controllers/features.WorkloadWithDeployment; the caller passes its state).
 const featureGate = "WorkloadWithDeployment"
 
-// MaxResourceClaims is the most entries spec.scheduling.resourceClaims may
-// hold (+k8s:maxItems=4 on the field; scheduling/v1beta1 MaxPodGroupResourceClaims).
-const MaxResourceClaims = 4
-
 var (
-	annotationPath  = field.NewPath("metadata", "annotations").Key(intent.DeploymentAnnotation)
+	annotationPath  = intentAnnotationPath(intent.DeploymentAnnotation)
 	replicasPath    = field.NewPath("spec", "replicas")
 	policyPath      = deployment.SchedulingPath.Child("schedulingPolicy")
 	gangPath        = policyPath.Child("gang")
@@ -169,26 +166,14 @@ func ValidateScale(d *appsv1.Deployment, newReplicas int32) field.ErrorList {
 	return nil
 }
 
-// parse reads the intent; a malformed annotation is one Invalid error at the
-// annotation, quoting the parse error.
+// parse reads the Deployment's intent; a malformed annotation is one Invalid
+// error at the annotation, quoting the parse error.
 func parse(d *appsv1.Deployment) (*intent.DeploymentSchedulingConfiguration, field.ErrorList) {
-	cfg, err := intent.FromAnnotations(d.Annotations)
-	if err == nil {
-		return cfg, nil
-	}
-	detail := err.Error()
-	var pe *intent.ParseError
-	if errors.As(err, &pe) {
-		detail = fmt.Sprintf("not a valid spec.scheduling: %v", pe.Err)
-	}
-	return nil, field.ErrorList{field.Invalid(annotationPath, field.OmitValueType{},
-		detail+"; the value must be a JSON DeploymentSchedulingConfiguration (schedulingPolicy, schedulingConstraints, disruptionMode, resourceClaims)")}
+	return parseIntent(d.Annotations, intent.DeploymentAnnotation, "DeploymentSchedulingConfiguration")
 }
 
 func gateForbidden() *field.Error {
-	return field.Forbidden(deployment.SchedulingPath, fmt.Sprintf(
-		"spec.scheduling (annotation %s) cannot be set: the %s feature gate is disabled; remove the annotation or enable the gate",
-		intent.DeploymentAnnotation, featureGate))
+	return gateForbiddenFor(deployment.SchedulingPath, featureGate, intent.DeploymentAnnotation)
 }
 
 // validateConfig runs the create-and-update rules on a present intent. oldD
@@ -198,10 +183,10 @@ func validateConfig(d *appsv1.Deployment, cfg *intent.DeploymentSchedulingConfig
 
 	// Layer 1: what DV of the embedding field gives in-tree and the builder
 	// cannot (the builder validates the building blocks, not the list).
-	allErrs = append(allErrs, validateClaimsList(cfg.ResourceClaims)...)
+	allErrs = append(allErrs, validateClaimsList(claimsPath, cfg.ResourceClaims)...)
 
 	// Layers 1 and 3: building-block DV, allow-lists, basic + all.
-	allErrs = append(allErrs, validateWithBuilder(d, cfg, oldD, oldCfg)...)
+	allErrs = append(allErrs, validateDeploymentWithBuilder(d, cfg, oldD, oldCfg)...)
 
 	// Layer 2: hand-written cross-field rules.
 	if d.Spec.Template.Spec.SchedulingGroup != nil {
@@ -219,48 +204,16 @@ func validateConfig(d *appsv1.Deployment, cfg *intent.DeploymentSchedulingConfig
 	return allErrs
 }
 
-// validateClaimsList applies +k8s:maxItems=4 and the +listMapKey=name
-// uniqueness of spec.scheduling.resourceClaims. The exactly-one-of source
-// rule is the building block's own DV (Validate_WorkloadPodGroupResourceClaim)
-// and is left to the builder, so it is reported once.
-func validateClaimsList(claims []schedulingv1alpha3.WorkloadPodGroupResourceClaim) field.ErrorList {
-	var allErrs field.ErrorList
-	if len(claims) > MaxResourceClaims {
-		allErrs = append(allErrs, field.TooMany(claimsPath, len(claims), MaxResourceClaims).WithOrigin("maxItems"))
-	}
-	seen := make(map[string]bool, len(claims))
-	for i, c := range claims {
-		if c.Name == "" {
-			continue // Required, reported by the building block's DV
+// validateDeploymentWithBuilder runs the workloadbuilder layer over the
+// WorkloadItem the Deployment controller compiles (deployment.WorkloadItem).
+func validateDeploymentWithBuilder(d *appsv1.Deployment, cfg *intent.DeploymentSchedulingConfiguration, oldD *appsv1.Deployment, oldCfg *intent.DeploymentSchedulingConfiguration) field.ErrorList {
+	return validateWithBuilder(deployment.SchedulingPath, deployment.BuildOptions(), func() (item, old *workloadbuilder.WorkloadItem) {
+		item = deployment.WorkloadItem(d, cfg, deployment.SchedulingPath)
+		if oldD != nil && oldCfg != nil {
+			old = deployment.WorkloadItem(oldD, oldCfg, nil)
 		}
-		if seen[c.Name] {
-			allErrs = append(allErrs, field.Duplicate(claimsPath.Index(i).Child("name"), c.Name))
-		}
-		seen[c.Name] = true
-	}
-	return allErrs
-}
-
-// validateWithBuilder runs workloadbuilder Validate, with declarative
-// validation on, over the WorkloadItem the controller compiles. On updates the
-// old tree is passed so the update-time DV rules apply and unchanged data
-// ratchets.
-func validateWithBuilder(d *appsv1.Deployment, cfg *intent.DeploymentSchedulingConfiguration, oldD *appsv1.Deployment, oldCfg *intent.DeploymentSchedulingConfiguration) (errs field.ErrorList) {
-	defer func() {
-		if r := recover(); r != nil {
-			errs = field.ErrorList{field.InternalError(deployment.SchedulingPath, fmt.Errorf("validating spec.scheduling: %v", r))}
-		}
-	}()
-	item := deployment.WorkloadItem(d, cfg, deployment.SchedulingPath)
-	var in workloadbuilder.ValidationInput
-	if oldD != nil && oldCfg != nil {
-		in.OldRoot = deployment.WorkloadItem(oldD, oldCfg, nil)
-		// Old and new are correlated by name; they are the same Deployment.
-		in.OldRoot.Name = item.Name
-	}
-	opts := deployment.BuildOptions() // Name/Namespace/Owner only matter to BuildWorkload
-	opts.DisableDeclarativeValidation = false
-	return workloadbuilder.NewBuilder(item, opts).Validate(context.Background(), in)
+		return item, old
+	})
 }
 
 // validatePolicyUpdate freezes the scheduling policy variant: schedulingPolicy
@@ -295,15 +248,6 @@ func variant(p *schedulingv1alpha3.WorkloadPodGroupSchedulingPolicy) string {
 		return "gang"
 	}
 	return "empty"
-}
-
-// validateImmutable is +k8s:immutable: any change, including setting or
-// clearing, is rejected with the message DV uses.
-func validateImmutable(path *field.Path, newV, oldV any) field.ErrorList {
-	if equality.Semantic.DeepEqual(newV, oldV) {
-		return nil
-	}
-	return field.ErrorList{field.Invalid(path, nil, "field is immutable").WithOrigin("immutable")}
 }
 
 // validateMinCount enforces gang.minCount ≤ spec.replicas (nil replicas is 1;

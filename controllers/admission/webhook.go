@@ -19,9 +19,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// Path is where the webhook is served; register it in a
-// ValidatingWebhookConfiguration for apps/v1 deployments (CREATE, UPDATE) and
-// deployments/scale (UPDATE), with admissionReviewVersions ["v1"].
+// Path is where the webhook is served, for both kinds: the Handler routes each
+// request by its kind, not by URL. Register it in a
+// ValidatingWebhookConfiguration for apps/v1 deployments (CREATE, UPDATE),
+// deployments/scale (UPDATE) and statefulsets (CREATE, UPDATE), with
+// admissionReviewVersions ["v1"]. (The value predates StatefulSet support and
+// is kept so existing configurations keep working.)
 const Path = "/validate-apps-v1-deployment"
 
 // maxBodyBytes bounds an AdmissionReview body (the apiserver's own request
@@ -32,9 +35,11 @@ var (
 	deploymentKind   = metav1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
 	deploymentsGVR   = metav1.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 	deploymentGK     = schema.GroupKind{Group: "apps", Kind: "Deployment"}
+	statefulSetKind  = metav1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"}
 	reviewGVK        = admissionv1.SchemeGroupVersion.WithKind("AdmissionReview")
 	objectDecoder    runtime.Decoder
 	deploymentGVK    = appsv1.SchemeGroupVersion.WithKind("Deployment")
+	statefulSetGVK   = appsv1.SchemeGroupVersion.WithKind("StatefulSet")
 	autoscalingScale = autoscalingv1.SchemeGroupVersion.WithKind("Scale")
 )
 
@@ -49,12 +54,16 @@ func init() {
 	objectDecoder = serializer.NewCodecFactory(scheme).UniversalDeserializer()
 }
 
-// Handler is the validating admission webhook for Deployments. It serves
-// admission.k8s.io/v1 AdmissionReview requests:
+// Handler is the validating admission webhook for Deployments and
+// StatefulSets. It serves admission.k8s.io/v1 AdmissionReview requests:
 //
 //   - apps/v1 Deployment CREATE and UPDATE run ValidateCreate and ValidateUpdate;
 //   - UPDATE of the deployments/scale subresource (an autoscaling/v1 Scale)
 //     reads the stored Deployment with GetDeployment and runs ValidateScale;
+//   - apps/v1 StatefulSet CREATE and UPDATE run ValidateStatefulSetCreate and
+//     ValidateStatefulSetUpdate; their warnings go into response.warnings
+//     (statefulsets/scale needs no check: a StatefulSet's gang minCount is
+//     always derived from spec.replicas);
 //   - anything else is allowed.
 //
 // Rejections are answered the way the apiserver reports a validation
@@ -64,6 +73,9 @@ type Handler struct {
 	// GateEnabled reports the WorkloadWithDeployment feature gate. A nil
 	// GateEnabled means the gate is off (its default).
 	GateEnabled func() bool
+	// StatefulSetGateEnabled reports the WorkloadWithStatefulSet feature
+	// gate. A nil StatefulSetGateEnabled means the gate is off (its default).
+	StatefulSetGateEnabled func() bool
 	// GetDeployment reads a Deployment for /scale requests, which carry only
 	// the Scale. If it fails (or is nil), the scale request is denied: the
 	// webhook fails closed rather than let a scale below an explicit minCount
@@ -137,30 +149,62 @@ func (h *Handler) review(ctx context.Context, req *admissionv1.AdmissionRequest)
 		return h.reviewDeployment(req)
 	case req.SubResource == "scale" && req.Resource == deploymentsGVR && req.Operation == admissionv1.Update:
 		return h.reviewScale(ctx, req)
+	case req.SubResource == "" && req.Kind == statefulSetKind &&
+		(req.Operation == admissionv1.Create || req.Operation == admissionv1.Update):
+		return h.reviewStatefulSet(req)
 	}
 	return allow()
 }
 
 func (h *Handler) reviewDeployment(req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
-	d, err := decodeDeployment(req.Object.Raw, "object")
+	gate := h.gateEnabled()
+	create := func(d *appsv1.Deployment) (field.ErrorList, []string) { return ValidateCreate(d, gate), nil }
+	update := func(d, old *appsv1.Deployment) (field.ErrorList, []string) { return ValidateUpdate(d, old, gate), nil }
+	return reviewObject(req, deploymentGVK, create, update)
+}
+
+func (h *Handler) reviewStatefulSet(req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	gate := h.statefulSetGateEnabled()
+	create := func(s *appsv1.StatefulSet) (field.ErrorList, []string) { return ValidateStatefulSetCreate(s, gate) }
+	update := func(s, old *appsv1.StatefulSet) (field.ErrorList, []string) {
+		return ValidateStatefulSetUpdate(s, old, gate)
+	}
+	return reviewObject(req, statefulSetGVK, create, update)
+}
+
+// reviewedObject is a kind the webhook validates on CREATE and UPDATE.
+type reviewedObject interface {
+	runtime.Object
+	metav1.Object
+}
+
+// reviewObject decodes request.object (and, on UPDATE, request.oldObject) as
+// a T of kind want, runs create or update on it, and answers with the errors
+// and warnings. An undecodable object is a 400 denial naming it.
+func reviewObject[T reviewedObject](req *admissionv1.AdmissionRequest, want schema.GroupVersionKind,
+	create func(obj T) (field.ErrorList, []string), update func(obj, old T) (field.ErrorList, []string)) *admissionv1.AdmissionResponse {
+	obj, err := decodeObject[T](req.Object.Raw, "object", want)
 	if err != nil {
 		return deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error())
 	}
 	var errs field.ErrorList
+	var warnings []string
 	if req.Operation == admissionv1.Create {
-		errs = ValidateCreate(d, h.gateEnabled())
+		errs, warnings = create(obj)
 	} else {
-		old, err := decodeDeployment(req.OldObject.Raw, "oldObject")
+		old, err := decodeObject[T](req.OldObject.Raw, "oldObject", want)
 		if err != nil {
 			return deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error())
 		}
-		errs = ValidateUpdate(d, old, h.gateEnabled())
+		errs, warnings = update(obj, old)
 	}
-	return result(nameOf(d.Name, req.Name), errs)
+	resp := result(want.GroupKind(), nameOf(obj.GetName(), req.Name), errs)
+	resp.Warnings = warnings
+	return resp
 }
 
 func (h *Handler) reviewScale(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
-	scale, err := decodeScale(req.Object.Raw)
+	scale, err := decodeObject[*autoscalingv1.Scale](req.Object.Raw, "object", autoscalingScale)
 	if err != nil {
 		return deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error())
 	}
@@ -190,41 +234,32 @@ func (h *Handler) reviewScale(ctx context.Context, req *admissionv1.AdmissionReq
 		return deny(code, reason, fmt.Sprintf(
 			"cannot validate this scale request: deployment %s/%s could not be read (the webhook fails closed, retry the request): %v", namespace, name, err))
 	}
-	return result(name, ValidateScale(d, scale.Spec.Replicas))
+	return result(deploymentGK, name, ValidateScale(d, scale.Spec.Replicas))
 }
 
 func (h *Handler) gateEnabled() bool {
 	return h.GateEnabled != nil && h.GateEnabled()
 }
 
-func decodeDeployment(raw []byte, what string) (*appsv1.Deployment, error) {
-	if len(raw) == 0 {
-		return nil, fmt.Errorf("could not decode the Deployment in request.%s: it is empty", what)
-	}
-	obj, gvk, err := objectDecoder.Decode(raw, nil, nil)
-	if err != nil {
-		return nil, fmt.Errorf("could not decode the Deployment in request.%s: %v", what, err)
-	}
-	d, ok := obj.(*appsv1.Deployment)
-	if !ok {
-		return nil, fmt.Errorf("could not decode the Deployment in request.%s: got %v, want %v", what, gvk, deploymentGVK)
-	}
-	return d, nil
+func (h *Handler) statefulSetGateEnabled() bool {
+	return h.StatefulSetGateEnabled != nil && h.StatefulSetGateEnabled()
 }
 
-func decodeScale(raw []byte) (*autoscalingv1.Scale, error) {
+// decodeObject decodes request.<what> as a T, which must be of kind want.
+func decodeObject[T runtime.Object](raw []byte, what string, want schema.GroupVersionKind) (T, error) {
+	var zero T
 	if len(raw) == 0 {
-		return nil, errors.New("could not decode the Scale in request.object: it is empty")
+		return zero, fmt.Errorf("could not decode the %s in request.%s: it is empty", want.Kind, what)
 	}
 	obj, gvk, err := objectDecoder.Decode(raw, nil, nil)
 	if err != nil {
-		return nil, fmt.Errorf("could not decode the Scale in request.object: %v", err)
+		return zero, fmt.Errorf("could not decode the %s in request.%s: %v", want.Kind, what, err)
 	}
-	s, ok := obj.(*autoscalingv1.Scale)
+	t, ok := obj.(T)
 	if !ok {
-		return nil, fmt.Errorf("could not decode the Scale in request.object: got %v, want %v", gvk, autoscalingScale)
+		return zero, fmt.Errorf("could not decode the %s in request.%s: got %v, want %v", want.Kind, what, gvk, want)
 	}
-	return s, nil
+	return t, nil
 }
 
 func nameOf(names ...string) string {
@@ -241,12 +276,13 @@ func allow() *admissionv1.AdmissionResponse {
 }
 
 // result allows an empty list and otherwise denies with the Status the
-// apiserver returns for a failed validation (apierrors.NewInvalid).
-func result(name string, errs field.ErrorList) *admissionv1.AdmissionResponse {
+// apiserver returns for a failed validation of a gk object
+// (apierrors.NewInvalid).
+func result(gk schema.GroupKind, name string, errs field.ErrorList) *admissionv1.AdmissionResponse {
 	if len(errs) == 0 {
 		return allow()
 	}
-	status := apierrors.NewInvalid(deploymentGK, name, errs).ErrStatus
+	status := apierrors.NewInvalid(gk, name, errs).ErrStatus
 	return &admissionv1.AdmissionResponse{Allowed: false, Result: &status}
 }
 

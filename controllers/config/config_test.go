@@ -19,6 +19,10 @@ func TestRBACGrantsExactlyTheKEPVerbs(t *testing.T) {
 			"podgroups": {"get", "list", "watch", "create", "update", "patch", "delete"},
 		},
 		"was:controller-manager": {"workloads": {"get", "list", "watch"}, "podgroups": {"get", "list", "watch"}},
+		"was:statefulset-controller": {
+			"workloads": {"get", "list", "watch", "create", "update", "patch"},
+			"podgroups": {"get", "list", "watch", "create", "update", "patch"},
+		},
 	}
 	for _, role := range rbac.ClusterRoles {
 		w, ok := want[role.Name]
@@ -51,7 +55,7 @@ func TestRBACGrantsExactlyTheKEPVerbs(t *testing.T) {
 	for name := range want {
 		t.Errorf("ClusterRole %s missing", name)
 	}
-	if len(rbac.ClusterRoleBindings) != 3 || len(rbac.RoleBindings) != 1 {
-		t.Errorf("bindings: %d cluster, %d namespaced; want 3 and 1", len(rbac.ClusterRoleBindings), len(rbac.RoleBindings))
+	if len(rbac.ClusterRoleBindings) != 4 || len(rbac.RoleBindings) != 1 {
+		t.Errorf("bindings: %d cluster, %d namespaced; want 4 and 1", len(rbac.ClusterRoleBindings), len(rbac.RoleBindings))
 	}
 }

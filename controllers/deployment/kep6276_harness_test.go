@@ -94,7 +94,7 @@ func ktNewEnv(t *testing.T, o ktEnvOptions) *ktEnv {
 	// in tests that run the upstream controller; others fill the Deployment
 	// cache by hand.
 	e.apps = informers.NewSharedInformerFactory(e.client, 0)
-	dInf, rsInf, podInf := e.apps.Apps().V1().Deployments(), e.apps.Apps().V1().ReplicaSets(), e.apps.Core().V1().Pods()
+	dInf, rsInf := e.apps.Apps().V1().Deployments(), e.apps.Apps().V1().ReplicaSets()
 	e.deploys = dInf.Informer().GetIndexer()
 	e.sched = schedulingapi.New(e.client, 0)
 	e.r = NewReconciler(Options{
@@ -111,7 +111,7 @@ func ktNewEnv(t *testing.T, o ktEnvOptions) *ktEnv {
 	// The workers register the scheduling informers' event handlers the
 	// Reconciler relies on; they are not run, so every write in a test is
 	// the test's own call.
-	e.workers = NewWorkers(e.r, dInf.Informer(), rsInf.Informer(), rsInf.Lister(), podInf.Lister())
+	e.workers = NewWorkers(e.r, dInf.Informer(), rsInf.Informer(), rsInf.Lister())
 	if !o.notServed {
 		e.sched.PollInterval = 10 * time.Millisecond
 		e.sched.Start(ctx)

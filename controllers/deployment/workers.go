@@ -4,16 +4,13 @@ import (
 	"context"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	appslisters "k8s.io/client-go/listers/apps/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
@@ -22,26 +19,22 @@ import (
 // Workers reconcile what the hooks do not see: a Workload or PodGroup deleted
 // behind the controllers' backs, a ReplicaSet reaching zero (its PodGroup is
 // deleted), a minCount change that creates no pod, and a gate turned on for
-// Deployments that already run. Every path ends in EnsureWorkload or
+// Deployments that already run. (Background deletion of a whole Deployment is
+// finished by controllers/cascade.) Every path ends in EnsureWorkload or
 // EnsurePodGroup, so the hooks and the workers cannot disagree.
 type Workers struct {
 	r           *Reconciler
 	replicaSets appslisters.ReplicaSetLister
-	pods        corelisters.PodLister
 	deployQueue workqueue.TypedRateLimitingInterface[string]
 	rsQueue     workqueue.TypedRateLimitingInterface[string]
-	// cascadeQueue holds terminating PodGroups whose pods lost their ReplicaSet.
-	cascadeQueue workqueue.TypedRateLimitingInterface[string]
 }
 
 // NewWorkers registers event handlers on the given informers.
-func NewWorkers(r *Reconciler, deployments, replicaSets cache.SharedIndexInformer, rsLister appslisters.ReplicaSetLister, pods corelisters.PodLister) *Workers {
+func NewWorkers(r *Reconciler, deployments, replicaSets cache.SharedIndexInformer, rsLister appslisters.ReplicaSetLister) *Workers {
 	w := &Workers{
 		r:           r,
 		replicaSets: rsLister,
-		pods:        pods,
-		cascadeQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "was_podgroup_cascade"}),
+
 		deployQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "was_deployment_workload"}),
 		rsQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
@@ -61,9 +54,6 @@ func NewWorkers(r *Reconciler, deployments, replicaSets cache.SharedIndexInforme
 	_, _ = replicaSets.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue(w.rsQueue),
 		UpdateFunc: func(_, obj any) { enqueue(w.rsQueue)(obj) },
-		// A deleted ReplicaSet's PodGroup has its name (PodGroupName follows
-		// the ReplicaSet naming rule): let the cascade look at it again.
-		DeleteFunc: enqueue(w.cascadeQueue),
 	})
 	sched := r.scheduling.Scheduling()
 	_, _ = sched.Workloads().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -107,9 +97,6 @@ func (w *Workers) podGroupChanged(obj any) {
 	}
 	if ref := metav1.GetControllerOf(pg); ref != nil && ref.Kind == "ReplicaSet" {
 		w.rsQueue.Add(pg.Namespace + "/" + ref.Name)
-		if pg.DeletionTimestamp != nil {
-			w.cascadeQueue.Add(pg.Namespace + "/" + pg.Name)
-		}
 	}
 }
 
@@ -126,8 +113,6 @@ func (w *Workers) Run(ctx context.Context, workers int) {
 	defer utilruntime.HandleCrash()
 	defer w.deployQueue.ShutDown()
 	defer w.rsQueue.ShutDown()
-	defer w.cascadeQueue.ShutDown()
-	go wait.UntilWithContext(ctx, func(ctx context.Context) { w.process(ctx, w.cascadeQueue, w.syncCascade) }, time.Second)
 	for range workers {
 		go wait.UntilWithContext(ctx, func(ctx context.Context) { w.process(ctx, w.deployQueue, w.syncDeployment) }, time.Second)
 		go wait.UntilWithContext(ctx, func(ctx context.Context) { w.process(ctx, w.rsQueue, w.syncReplicaSet) }, time.Second)
@@ -185,63 +170,4 @@ func (w *Workers) syncReplicaSet(ctx context.Context, key string) error {
 	}
 	_, err = w.r.EnsurePodGroup(ctx, rs)
 	return err
-}
-
-// syncCascade finishes a garbage-collection cascade that KEP-6276's ownership
-// graph cannot finish on its own. When a Deployment or ReplicaSet is deleted
-// in the background (the default), the garbage collector deletes the PodGroup,
-// whose podgroup-protection finalizer then waits for its pods; but each pod
-// also names that PodGroup as an owner, and an owner that is being deleted
-// without foreground propagation still counts as a live owner, so the
-// collector keeps the pods: neither ever goes. The ReplicaSet side therefore
-// deletes the pods of a terminating PodGroup it created once their ReplicaSet
-// is gone, which is what the collector would have done without the PodGroup
-// reference. Pods whose ReplicaSet still lives are left alone.
-func (w *Workers) syncCascade(ctx context.Context, key string) error {
-	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return nil
-	}
-	pg, err := w.r.scheduling.Scheduling().PodGroups().Lister().PodGroups(ns).Get(name)
-	if apierrors.IsNotFound(err) || (err == nil && pg.DeletionTimestamp == nil) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	pods, err := w.pods.Pods(ns).List(labels.Everything())
-	if err != nil {
-		return err
-	}
-	for _, pod := range pods {
-		if pod.DeletionTimestamp != nil || !ownedBy(pod.OwnerReferences, pg.UID) || w.hasLiveReplicaSet(pod) {
-			continue
-		}
-		err := w.r.replicaSetClient.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return err
-		}
-		klog.FromContext(ctx).V(2).Info("Deleted pod of a terminating PodGroup whose ReplicaSet is gone", "pod", klog.KObj(pod), "podGroup", klog.KObj(pg))
-	}
-	return nil
-}
-
-func ownedBy(refs []metav1.OwnerReference, uid types.UID) bool {
-	for _, r := range refs {
-		if r.UID == uid {
-			return true
-		}
-	}
-	return false
-}
-
-// hasLiveReplicaSet reports whether the pod's controller is a ReplicaSet that
-// exists and is not being deleted.
-func (w *Workers) hasLiveReplicaSet(pod *corev1.Pod) bool {
-	ref := metav1.GetControllerOf(pod)
-	if ref == nil || ref.Kind != "ReplicaSet" {
-		return false
-	}
-	rs, err := w.replicaSets.ReplicaSets(pod.Namespace).Get(ref.Name)
-	return err == nil && rs.UID == ref.UID && rs.DeletionTimestamp == nil
 }

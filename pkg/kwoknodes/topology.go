@@ -20,8 +20,9 @@ const (
 	// ZoneLabel and HostnameLabel are the well-known Kubernetes labels.
 	ZoneLabel     = corev1.LabelTopologyZone
 	HostnameLabel = corev1.LabelHostname
-	// RackLabel names a node's rack, a domain smaller than a zone.
-	RackLabel = "topology.was-harness.io/rack"
+	// RackLabel names a node's rack, a domain smaller than a zone: the key the
+	// KEPs' examples use (not a label Kubernetes itself sets).
+	RackLabel = "topology.kubernetes.io/rack"
 	// ManagedLabel marks nodes this package created (value "true").
 	ManagedLabel = "was-harness.io/kwok-node"
 	// ManagedAnnotation is what kwok's --manage-nodes-with-annotation-selector matches.

@@ -63,11 +63,11 @@ type ReferenceConfig struct {
 
 // ReplacedControllers are the kube-controller-manager controllers the
 // reference implementation runs instead.
-var ReplacedControllers = []string{"deployment-controller", "replicaset-controller"}
+var ReplacedControllers = []string{"deployment-controller", "replicaset-controller", "statefulset-controller"}
 
 // DefaultReferenceFeatureGates turns on the KEPs' gates in the reference implementation.
 func DefaultReferenceFeatureGates() map[string]bool {
-	return map[string]bool{"WorkloadWithDeployment": true}
+	return map[string]bool{"WorkloadWithDeployment": true, "WorkloadWithStatefulSet": true}
 }
 
 // ComponentConfig holds the per-component inputs. The zero value runs the
@@ -122,21 +122,25 @@ type Config struct {
 
 // DefaultFeatureGates are the Kubernetes 1.37 gates Workload-Aware Scheduling
 // needs: the Workload/PodGroup APIs and gang scheduling, PodGroup-level DRA
-// claims, and topology-aware placement.
+// claims, topology-aware placement, and CompositePodGroup (alpha), which
+// StatefulSets composed by a parent controller attach to.
 func DefaultFeatureGates() map[string]bool {
 	return map[string]bool{
 		"GenericWorkload":                 true,
 		"DRAWorkloadResourceClaims":       true,
 		"TopologyAwareWorkloadScheduling": true,
+		"CompositePodGroup":               true,
 	}
 }
 
 // DefaultRuntimeConfig serves scheduling.k8s.io/v1beta1 (disabled by default in
+// 1.37), scheduling.k8s.io/v1alpha3 (CompositePodGroup lives only there in
 // 1.37) and resource.k8s.io/v1.
 func DefaultRuntimeConfig() map[string]string {
 	return map[string]string{
-		"scheduling.k8s.io/v1beta1": "true",
-		"resource.k8s.io/v1":        "true",
+		"scheduling.k8s.io/v1beta1":  "true",
+		"scheduling.k8s.io/v1alpha3": "true",
+		"resource.k8s.io/v1":         "true",
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 
 // WebhookConfigurationName is the ValidatingWebhookConfiguration the harness
 // registers for the reference implementation's admission side.
-const WebhookConfigurationName = "was-harness-deployment-admission"
+const WebhookConfigurationName = "was-harness-apps-admission"
 
 // installReferenceRBAC applies controllers/config/rbac.yaml, the same
 // manifests a user installs, so the reference implementation runs with
@@ -63,12 +63,13 @@ func (c *Cluster) installReferenceRBAC(ctx context.Context) error {
 // depend on the webhook being up.
 func WebhookConfiguration(url string, caBundle []byte) *admissionregistrationv1.ValidatingWebhookConfiguration {
 	carries := func(obj string) string {
-		return fmt.Sprintf("(%s != null && has(%s.metadata.annotations) && '%s' in %s.metadata.annotations)", obj, obj, intent.DeploymentAnnotation, obj)
+		return fmt.Sprintf("(%s != null && has(%s.metadata.annotations) && ('%s' in %s.metadata.annotations || '%s' in %s.metadata.annotations))",
+			obj, obj, intent.DeploymentAnnotation, obj, intent.StatefulSetAnnotation, obj)
 	}
 	return &admissionregistrationv1.ValidatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: WebhookConfigurationName},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name:                    "deployments.scheduling.was-harness.io",
+			Name:                    "apps.scheduling.was-harness.io",
 			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caBundle},
 			AdmissionReviewVersions: []string{"v1"},
 			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
@@ -78,7 +79,7 @@ func WebhookConfiguration(url string, caBundle []byte) *admissionregistrationv1.
 				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
 				Rule: admissionregistrationv1.Rule{
 					APIGroups: []string{"apps"}, APIVersions: []string{"v1"},
-					Resources: []string{"deployments", "deployments/scale"},
+					Resources: []string{"deployments", "deployments/scale", "statefulsets"},
 				},
 			}},
 			MatchConditions: []admissionregistrationv1.MatchCondition{{

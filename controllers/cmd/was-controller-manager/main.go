@@ -43,17 +43,20 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/controller"
 	upstreamdeployment "k8s.io/kubernetes/pkg/controller/deployment"
+	upstreamstatefulset "k8s.io/kubernetes/pkg/controller/statefulset"
 	"k8s.io/kubernetes/pkg/controller/replicaset"
 	consistencyutil "k8s.io/kubernetes/pkg/controller/util/consistency"
 
 	"github.com/workload-aware/apps-harness/controllers/admission"
+	"github.com/workload-aware/apps-harness/controllers/cascade"
 	wasdeployment "github.com/workload-aware/apps-harness/controllers/deployment"
 	"github.com/workload-aware/apps-harness/controllers/features"
 	"github.com/workload-aware/apps-harness/controllers/schedulingapi"
+	wasstatefulset "github.com/workload-aware/apps-harness/controllers/statefulset"
 )
 
 // knownControllers are the names --controllers accepts.
-var knownControllers = []string{"deployment", "replicaset"}
+var knownControllers = []string{"deployment", "replicaset", "statefulset"}
 
 type options struct {
 	kubeconfig         string
@@ -65,6 +68,7 @@ type options struct {
 	useSACredentials   bool
 	deploymentWorkers  int
 	replicaSetWorkers  int
+	statefulSetWorkers int
 }
 
 func main() {
@@ -79,6 +83,7 @@ func main() {
 	fs.BoolVar(&o.useSACredentials, "use-service-account-credentials", true, "run each controller with its own kube-system service account, as kube-controller-manager does")
 	fs.IntVar(&o.deploymentWorkers, "concurrent-deployment-syncs", 5, "Deployment controller workers")
 	fs.IntVar(&o.replicaSetWorkers, "concurrent-replicaset-syncs", 5, "ReplicaSet controller workers")
+	fs.IntVar(&o.statefulSetWorkers, "concurrent-statefulset-syncs", 5, "StatefulSet controller workers")
 	utilfeature.DefaultMutableFeatureGate.AddFlag(fs)
 	logs.AddFlags(fs)
 	_ = fs.Parse(os.Args[1:])
@@ -117,8 +122,10 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	logger.Info("Starting", "controllers", o.controllers, "webhook", o.webhookBindAddress,
-		string(features.WorkloadWithDeployment), features.Enabled(features.WorkloadWithDeployment))
+		string(features.WorkloadWithDeployment), features.Enabled(features.WorkloadWithDeployment),
+		string(features.WorkloadWithStatefulSet), features.Enabled(features.WorkloadWithStatefulSet))
 	wasdeployment.RegisterMetrics()
+	wasstatefulset.RegisterMetrics()
 
 	var healthy atomic.Bool
 	mux := http.NewServeMux()
@@ -136,7 +143,8 @@ func run(ctx context.Context, o options) error {
 	if o.webhookBindAddress != "" {
 		wh := http.NewServeMux()
 		wh.Handle(admission.Path, &admission.Handler{
-			GateEnabled: func() bool { return features.Enabled(features.WorkloadWithDeployment) },
+			GateEnabled:            func() bool { return features.Enabled(features.WorkloadWithDeployment) },
+			StatefulSetGateEnabled: func() bool { return features.Enabled(features.WorkloadWithStatefulSet) },
 			GetDeployment: func(ctx context.Context, namespace, name string) (*appsv1.Deployment, error) {
 				return root.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
 			},
@@ -192,7 +200,13 @@ func startControllers(ctx context.Context, o options, cfg *rest.Config, root kub
 		DeploymentClient: deploymentClient, ReplicaSetClient: replicaSetClient,
 		Deployments: dInf.Lister(), Scheduling: sched, Recorder: recorder, Gates: wasdeployment.DefaultGates(),
 	})
-	workers := wasdeployment.NewWorkers(r, dInf.Informer(), rsInf.Informer(), rsInf.Lister(), podInf.Lister())
+	workers := wasdeployment.NewWorkers(r, dInf.Informer(), rsInf.Informer(), rsInf.Lister())
+	setInf := factory.Apps().V1().StatefulSets()
+	finisher := cascade.New(cascade.Options{
+		Client: replicaSetClient, Pods: podInf.Lister(), Scheduling: sched,
+		ReplicaSets: rsInf.Informer(), RSLister: rsInf.Lister(),
+		StatefulSets: setInf.Informer(), SetLister: setInf.Lister(),
+	})
 
 	var runs []func()
 	if slices.Contains(o.controllers, "deployment") {
@@ -215,6 +229,24 @@ func startControllers(ctx context.Context, o options, cfg *rest.Config, root kub
 		runs = append(runs, func() { rsc.Run(ctx, o.replicaSetWorkers) })
 	}
 
+	if slices.Contains(o.controllers, "statefulset") {
+		setClient, err := clientFor("statefulset-controller")
+		if err != nil {
+			return fmt.Errorf("client of statefulset-controller: %w", err)
+		}
+		setBroadcaster := record.NewBroadcaster(record.WithContext(ctx))
+		setBroadcaster.StartStructuredLogging(3)
+		setBroadcaster.StartRecordingToSink(&v1core.EventSinkImpl{Interface: setClient.CoreV1().Events("")})
+		sr := wasstatefulset.NewReconciler(wasstatefulset.Options{
+			Client: setClient, StatefulSets: setInf.Lister(), Pods: podInf.Lister(), Scheduling: sched,
+			Recorder: setBroadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "statefulset-controller"}),
+			Gates:    wasstatefulset.DefaultGates(),
+		})
+		ssc := upstreamstatefulset.NewStatefulSetController(ctx, podInf, setInf, factory.Core().V1().PersistentVolumeClaims(),
+			factory.Apps().V1().ControllerRevisions(), sr.ControllerClient(setClient))
+		runs = append(runs, func() { ssc.Run(ctx, o.statefulSetWorkers) })
+	}
+
 	factory.Start(ctx.Done())
 	sched.Start(ctx)
 	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
@@ -226,6 +258,7 @@ func startControllers(ctx context.Context, o options, cfg *rest.Config, root kub
 		go run()
 	}
 	go workers.Run(ctx, 2)
+	go finisher.Run(ctx)
 	return nil
 }
 
