@@ -145,7 +145,16 @@ func BuildWorkload(set *appsv1.StatefulSet, cfg *intent.SchedulingConfiguration)
 func BuildPodGroup(set *appsv1.StatefulSet, w *schedulingv1beta1.Workload, template string, ownWorkload, withClaims bool) (*schedulingv1beta1.PodGroup, error) {
 	opts := BuildOptions()
 	opts.Owner = metav1.NewControllerRef(set, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))
-	pg, err := workloadbuilder.NewBuilderFromExistingWorkload(w, opts).NewPodGroup(PodGroupName(w.Name, template), template)
+	// workloadbuilder v0.37.2 indexes only top-level templates; a template
+	// nested in a composite tree is lifted to the top of a copy so the
+	// upstream stamping still does the work.
+	source := w
+	if t := FindPodGroupTemplate(w, template); t != nil && len(w.Spec.CompositePodGroupTemplates) > 0 {
+		source = w.DeepCopy()
+		source.Spec.PodGroupTemplates = []schedulingv1beta1.PodGroupTemplate{*t.DeepCopy()}
+		source.Spec.CompositePodGroupTemplates = nil
+	}
+	pg, err := workloadbuilder.NewBuilderFromExistingWorkload(source, opts).NewPodGroup(PodGroupName(w.Name, template), template)
 	if err != nil {
 		return nil, err
 	}
@@ -167,12 +176,36 @@ func BuildPodGroup(set *appsv1.StatefulSet, w *schedulingv1beta1.Workload, templ
 	return pg, nil
 }
 
+// FindPodGroupTemplate finds the PodGroupTemplate named name anywhere in w:
+// at the top level, or as a leaf of a compositePodGroupTemplates tree (where
+// a parent controller's templates live).
+func FindPodGroupTemplate(w *schedulingv1beta1.Workload, name string) *schedulingv1beta1.PodGroupTemplate {
+	for i := range w.Spec.PodGroupTemplates {
+		if w.Spec.PodGroupTemplates[i].Name == name {
+			return &w.Spec.PodGroupTemplates[i]
+		}
+	}
+	return findInComposites(w.Spec.CompositePodGroupTemplates, name)
+}
+
+func findInComposites(cs []schedulingv1beta1.CompositePodGroupTemplate, name string) *schedulingv1beta1.PodGroupTemplate {
+	for i := range cs {
+		for j := range cs[i].PodGroupTemplates {
+			if cs[i].PodGroupTemplates[j].Name == name {
+				return &cs[i].PodGroupTemplates[j]
+			}
+		}
+		if t := findInComposites(cs[i].CompositePodGroupTemplates, name); t != nil {
+			return t
+		}
+	}
+	return nil
+}
+
 // templateMinCount returns the gang minCount of the named template, or nil.
 func templateMinCount(w *schedulingv1beta1.Workload, template string) *int32 {
-	for _, t := range w.Spec.PodGroupTemplates {
-		if t.Name == template && t.SchedulingPolicy.Gang != nil {
-			return ptr.To(t.SchedulingPolicy.Gang.MinCount)
-		}
+	if t := FindPodGroupTemplate(w, template); t != nil && t.SchedulingPolicy.Gang != nil {
+		return ptr.To(t.SchedulingPolicy.Gang.MinCount)
 	}
 	return nil
 }

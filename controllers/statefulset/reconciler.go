@@ -246,11 +246,7 @@ func (r *Reconciler) resolveDelegated(ctx context.Context, set *appsv1.StatefulS
 		return nil, nil
 	}
 	w := ws[0]
-	found := false
-	for _, t := range w.Spec.PodGroupTemplates {
-		found = found || t.Name == templateName
-	}
-	if !found {
+	if FindPodGroupTemplate(w, templateName) == nil {
 		r.recorder.Eventf(set, corev1.EventTypeWarning, ReasonUnresolvedParent,
 			"parent Workload %s has no podGroupTemplate %q; pods are scheduled without a PodGroup", w.Name, templateName)
 		return nil, nil

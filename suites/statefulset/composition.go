@@ -1,0 +1,216 @@
+package statefulset
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/workload-aware/apps-harness/framework"
+	"github.com/workload-aware/apps-harness/framework/builder"
+)
+
+var _ = ginkgo.Describe("StatefulSets composed by a parent controller", framework.KEP(6277),
+	framework.WithFeatureGate(framework.GenericWorkload, framework.WorkloadWithStatefulSet), func() {
+		f := framework.New("sts-parent")
+
+		ginkgo.It("instantiates the PodGroup from the parent's Workload template and creates no Workload of its own", framework.ID("S-I9"), func(ctx context.Context) {
+			parent := createParent(ctx, f, "parent")
+			pw := createWorkload(ctx, f, builder.Workload("parent-workload", f.Namespace).
+				ControllerRef("", "ConfigMap", parent.Name).OwnerReference(controllerRefTo(parent)).
+				PodGroupTemplate(builder.PodGroupTemplate("members").Gang(2)).Obj())
+			dumpOnFailure(f, "parent Workload", func(ctx context.Context) (any, error) {
+				return f.ClientSet.SchedulingV1beta1().Workloads(f.Namespace).Get(ctx, pw.Name, metav1.GetOptions{})
+			})
+
+			set := parallel(f, "member", 2, "100m").
+				Annotation(groupTemplateNameAnnotation, "members").
+				OwnerReference(controllerRefTo(parent)).Obj()
+			set = create(ctx, set, gang())
+			framework.WaitForPodsRunning(ctx, podsOf(f, set), 2)
+
+			pg := delegatedPodGroup(ctx, f, set, pw.Name)
+			gomega.Expect(pg.Spec.WorkloadRef).To(gomega.HaveValue(gomega.Equal(schedulingv1beta1.WorkloadReference{
+				WorkloadName: pw.Name, TemplateName: "members"})), "the PodGroup must be stamped from the parent's template")
+			gomega.Expect(podGroupMinCount(&pg)).To(gomega.Equal(int32(2)), "minCount comes from the parent's template")
+			expectOwner(pg.OwnerReferences, "apps/v1", "StatefulSet", set.Name, string(set.UID), true)
+			expectNoOwnerOfKind(pg.OwnerReferences, "Workload")
+			expectPodsInGroup(ctx, f, set, &pg, 2)
+			expectNoOwnWorkload(ctx, f, set)
+			expectParentWorkloadUntouched(ctx, f, pw)
+		})
+
+		ginkgo.It("attaches the delegated PodGroup to the parent's CompositePodGroup", framework.ID("S-I9"), framework.WithFeatureGate(framework.CompositePodGroup), func(ctx context.Context) {
+			requireCompositePodGroups(f)
+			parent := createParent(ctx, f, "leader-worker")
+			// The parent's tree: one CompositePodGroupTemplate "group" whose
+			// child PodGroupTemplate "workers" the StatefulSet is delegated.
+			pw := createWorkload(ctx, f, &schedulingv1beta1.Workload{
+				ObjectMeta: metav1.ObjectMeta{Name: "parent-workload", Namespace: f.Namespace, OwnerReferences: []metav1.OwnerReference{controllerRefTo(parent)}},
+				Spec: schedulingv1beta1.WorkloadSpec{
+					ControllerRef: &schedulingv1beta1.TypedLocalObjectReference{Kind: "ConfigMap", Name: parent.Name},
+					CompositePodGroupTemplates: []schedulingv1beta1.CompositePodGroupTemplate{{
+						Name:             "group",
+						SchedulingPolicy: schedulingv1beta1.CompositePodGroupSchedulingPolicy{Basic: &schedulingv1beta1.CompositeBasicSchedulingPolicy{}},
+						PodGroupTemplates: []schedulingv1beta1.PodGroupTemplate{
+							builder.PodGroupTemplate("workers").Gang(2).Obj(),
+						},
+					}},
+				},
+			})
+			cpg, err := f.ClientSet.SchedulingV1alpha3().CompositePodGroups(f.Namespace).Create(ctx, &schedulingv1alpha3.CompositePodGroup{
+				ObjectMeta: metav1.ObjectMeta{Name: "group-0", Namespace: f.Namespace, OwnerReferences: []metav1.OwnerReference{controllerRefTo(parent)}},
+				Spec: schedulingv1alpha3.CompositePodGroupSpec{
+					WorkloadRef:      &schedulingv1alpha3.WorkloadReference{WorkloadName: pw.Name, TemplateName: "group"},
+					SchedulingPolicy: schedulingv1alpha3.CompositePodGroupSchedulingPolicy{Basic: &schedulingv1alpha3.CompositeBasicSchedulingPolicy{}},
+				},
+			}, metav1.CreateOptions{})
+			gomega.Expect(err).NotTo(gomega.HaveOccurred(), "creating the parent's CompositePodGroup")
+			dumpOnFailure(f, "parent Workload", func(ctx context.Context) (any, error) {
+				return f.ClientSet.SchedulingV1beta1().Workloads(f.Namespace).Get(ctx, pw.Name, metav1.GetOptions{})
+			})
+			dumpOnFailure(f, "CompositePodGroups", func(ctx context.Context) (any, error) {
+				return f.ClientSet.SchedulingV1alpha3().CompositePodGroups(f.Namespace).List(ctx, metav1.ListOptions{})
+			})
+
+			set := parallel(f, "workers", 2, "100m").
+				Annotation(groupTemplateNameAnnotation, "workers").
+				Annotation(parentCompositePodGroupAnnotation, cpg.Name).
+				OwnerReference(controllerRefTo(parent)).Obj()
+			set = create(ctx, set, gang())
+			waitForPodsCreated(ctx, f, set, 2)
+
+			pg := delegatedPodGroup(ctx, f, set, pw.Name)
+			gomega.Expect(pg.Spec.WorkloadRef).To(gomega.HaveValue(gomega.Equal(schedulingv1beta1.WorkloadReference{
+				WorkloadName: pw.Name, TemplateName: "workers"})), "the PodGroup must be stamped from the parent's nested template")
+			gomega.Expect(pg.Spec.ParentCompositePodGroupName).To(gomega.HaveValue(gomega.Equal(cpg.Name)),
+				"the PodGroup must be attached to the CompositePodGroup named by %s", parentCompositePodGroupAnnotation)
+			expectOwner(pg.OwnerReferences, "apps/v1", "StatefulSet", set.Name, string(set.UID), true)
+			expectNoOwnerOfKind(pg.OwnerReferences, "Workload")
+			expectPodsInGroup(ctx, f, set, &pg, 2)
+			expectNoOwnWorkload(ctx, f, set)
+			expectParentWorkloadUntouched(ctx, f, pw)
+			framework.WaitForPodsRunning(ctx, podsOf(f, set), 2)
+		})
+
+		ginkgo.It("gives a StatefulSet whose owner sets no downward annotation its own Workload and PodGroup", framework.ID("S-I10"), func(ctx context.Context) {
+			parent := createParent(ctx, f, "owner")
+			set := parallel(f, "owned", 3, "100m").OwnerReference(controllerRefTo(parent)).Obj()
+			set = create(ctx, set, gang())
+			framework.WaitForPodsRunning(ctx, podsOf(f, set), 3)
+
+			w := theWorkload(ctx, f, set)
+			gomega.Expect(w.Spec.ControllerRef).To(gomega.HaveValue(gomega.Equal(setRef(set))))
+			expectOwner(w.OwnerReferences, "apps/v1", "StatefulSet", set.Name, string(set.UID), true)
+			gomega.Expect(w.Annotations).To(gomega.HaveKeyWithValue(managedByAnnotation, managedByStatefulSetController))
+			gomega.Expect(templateMinCount(&w)).To(gomega.Equal(int32(3)))
+			gomega.Expect(workloadsReferencing(ctx, f, schedulingv1beta1.TypedLocalObjectReference{Kind: "ConfigMap", Name: parent.Name})).To(gomega.BeEmpty(),
+				"no Workload may name the owner: it did not ask for delegation")
+			pg := thePodGroup(ctx, f, &w)
+			gomega.Expect(pg.Spec.WorkloadRef).To(gomega.HaveValue(gomega.Equal(schedulingv1beta1.WorkloadReference{
+				WorkloadName: w.Name, TemplateName: w.Spec.PodGroupTemplates[0].Name})))
+			gomega.Expect(pg.Spec.ParentCompositePodGroupName).To(gomega.BeNil())
+			expectOwner(pg.OwnerReferences, "apps/v1", "StatefulSet", set.Name, string(set.UID), true)
+			expectOwner(pg.OwnerReferences, "scheduling.k8s.io/v1beta1", "Workload", w.Name, string(w.UID), false)
+			expectPodsInGroup(ctx, f, set, &pg, 3)
+		})
+	})
+
+// createParent creates a ConfigMap to stand for a parent controller's object
+// (an LWS, a JobSet): something a StatefulSet and a Workload can be owned by.
+func createParent(ctx context.Context, f *framework.Framework, name string) *corev1.ConfigMap {
+	cm, err := f.ClientSet.CoreV1().ConfigMaps(f.Namespace).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.Namespace},
+	}, metav1.CreateOptions{})
+	gomega.ExpectWithOffset(1, err).NotTo(gomega.HaveOccurred(), "creating the parent ConfigMap %s", name)
+	return cm
+}
+
+// controllerRefTo is a controller ownerReference to the parent.
+func controllerRefTo(cm *corev1.ConfigMap) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: cm.Name, UID: cm.UID, Controller: ptr.To(true)}
+}
+
+func createWorkload(ctx context.Context, f *framework.Framework, w *schedulingv1beta1.Workload) *schedulingv1beta1.Workload {
+	created, err := f.ClientSet.SchedulingV1beta1().Workloads(f.Namespace).Create(ctx, w, metav1.CreateOptions{})
+	gomega.ExpectWithOffset(1, err).NotTo(gomega.HaveOccurred(), "creating Workload %s", w.Name)
+	return created
+}
+
+// delegatedPodGroup waits until exactly one PodGroup references the parent
+// Workload and is controlled by set, and returns it.
+func delegatedPodGroup(ctx context.Context, f *framework.Framework, set *appsv1.StatefulSet, parentWorkload string) schedulingv1beta1.PodGroup {
+	var got []schedulingv1beta1.PodGroup
+	gomega.EventuallyWithOffset(1, ctx, func(ctx context.Context) []string {
+		got = nil
+		for _, pg := range podGroupsOf(ctx, f, parentWorkload) {
+			if metav1.IsControlledBy(&pg, set) {
+				got = append(got, pg)
+			}
+		}
+		return objectNames(got)
+	}).WithTimeout(f.Timeouts.PodsBound).WithPolling(f.Timeouts.Poll).Should(gomega.HaveLen(1),
+		"waiting for exactly one PodGroup controlled by StatefulSet %s whose spec.workloadRef names the parent Workload %s", set.Name, parentWorkload)
+	return got[0]
+}
+
+// expectNoOwnWorkload asserts, for a while, that no Workload names set in
+// spec.controllerRef.
+func expectNoOwnWorkload(ctx context.Context, f *framework.Framework, set *appsv1.StatefulSet) {
+	gomega.ConsistentlyWithOffset(1, ctx, func(ctx context.Context) []string {
+		return objectNames(workloadsOf(ctx, f, set))
+	}).WithTimeout(f.Timeouts.StaysUnbound).WithPolling(f.Timeouts.Poll).Should(gomega.BeEmpty(),
+		"a delegated StatefulSet must not have a Workload of its own")
+}
+
+// expectParentWorkloadUntouched asserts the StatefulSet controller neither
+// changed the parent's Workload nor took ownership of it.
+func expectParentWorkloadUntouched(ctx context.Context, f *framework.Framework, was *schedulingv1beta1.Workload) {
+	now, err := f.ClientSet.SchedulingV1beta1().Workloads(f.Namespace).Get(ctx, was.Name, metav1.GetOptions{})
+	gomega.ExpectWithOffset(1, err).NotTo(gomega.HaveOccurred())
+	gomega.ExpectWithOffset(1, now.UID).To(gomega.Equal(was.UID), "the parent Workload was recreated")
+	gomega.ExpectWithOffset(1, now.Spec).To(gomega.Equal(was.Spec), "the parent Workload's spec was changed")
+	gomega.ExpectWithOffset(1, now.OwnerReferences).To(gomega.Equal(was.OwnerReferences), "the parent Workload's ownerReferences were changed")
+	gomega.ExpectWithOffset(1, now.Annotations).NotTo(gomega.HaveKey(managedByAnnotation), "the parent Workload was marked as managed by the StatefulSet controller")
+}
+
+// requireCompositePodGroups skips, saying why, when the server does not serve
+// scheduling.k8s.io/v1alpha3 compositepodgroups.
+func requireCompositePodGroups(f *framework.Framework) {
+	const gv = "scheduling.k8s.io/v1alpha3"
+	list, err := f.ClientSet.Discovery().ServerResourcesForGroupVersion(gv)
+	if err != nil {
+		ginkgo.Skip(fmt.Sprintf("%s is not served (%v): CompositePodGroups need the CompositePodGroup feature gate and --runtime-config=%s=true", gv, err, gv))
+	}
+	for _, r := range list.APIResources {
+		if r.Name == "compositepodgroups" {
+			return
+		}
+	}
+	ginkgo.Skip(fmt.Sprintf("%s is served without compositepodgroups: CompositePodGroups need the CompositePodGroup feature gate", gv))
+}
+
+// dumpOnFailure writes what get returns into the spec's log if the spec
+// fails: objects the namespace dump does not cover.
+func dumpOnFailure(f *framework.Framework, what string, get func(context.Context) (any, error)) {
+	ginkgo.DeferCleanup(func(ctx context.Context) {
+		if !ginkgo.CurrentSpecReport().Failed() {
+			return
+		}
+		obj, err := get(ctx)
+		if err != nil {
+			ginkgo.GinkgoWriter.Printf("%s in %s: %v\n", what, f.Namespace, err)
+			return
+		}
+		data, _ := yaml.Marshal(obj)
+		ginkgo.GinkgoWriter.Printf("%s in %s:\n%s\n", what, f.Namespace, data)
+	})
+}

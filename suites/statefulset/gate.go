@@ -1,0 +1,60 @@
+package statefulset
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+
+	"github.com/workload-aware/apps-harness/framework"
+	"github.com/workload-aware/apps-harness/pkg/localcluster"
+)
+
+var _ = ginkgo.Describe("StatefulSets with the WorkloadWithStatefulSet gate off", framework.KEP(6277),
+	framework.WithFeatureGate(framework.GenericWorkload, framework.WorkloadWithStatefulSet), func() {
+		f := framework.New("sts-gate")
+
+		// Admission with the gate off rejects spec.scheduling outright, so
+		// only the controller side is turned off: a StatefulSet that carries
+		// intent (admitted while the webhook's gate is on) must then behave
+		// exactly as upstream.
+		ginkgo.It("creates no Workload or PodGroup when the controller's gate is off, and runs the pods as usual", framework.ID("S-I11"),
+			framework.Serial, framework.Disruptive, func(ctx context.Context) {
+				lc := framework.RequireLocalCluster()
+				var saved map[string]bool
+				ginkgo.By("restarting " + string(localcluster.WASControllerManager) + " with WorkloadWithStatefulSet=false")
+				gomega.Expect(lc.Restart(ctx, localcluster.WASControllerManager, func(cc *localcluster.ComponentConfig) {
+					saved = maps.Clone(cc.FeatureGates)
+					gates := maps.Clone(cc.FeatureGates)
+					if gates == nil {
+						gates = map[string]bool{}
+					}
+					gates[string(framework.WorkloadWithStatefulSet)] = false
+					cc.FeatureGates = gates
+				})).To(gomega.Succeed())
+				ginkgo.DeferCleanup(func(ctx context.Context) {
+					ginkgo.By("restarting " + string(localcluster.WASControllerManager) + " with its gates as before")
+					gomega.Expect(lc.Restart(ctx, localcluster.WASControllerManager, func(cc *localcluster.ComponentConfig) {
+						cc.FeatureGates = saved
+					})).To(gomega.Succeed())
+				})
+
+				set := create(ctx, parallel(f, "gate-off", 3, "100m").Obj(), gang())
+				framework.WaitForPodsRunning(ctx, podsOf(f, set), 3)
+				scale(ctx, f, set, 4)
+				framework.WaitForPodsRunning(ctx, podsOf(f, set), 4)
+				gomega.Consistently(ctx, func(ctx context.Context) string {
+					return fmt.Sprintf("workloads=%d podgroups=%d", len(workloadsOf(ctx, f, set)), len(allPodGroups(ctx, f)))
+				}).WithTimeout(f.Timeouts.StaysUnbound).WithPolling(f.Timeouts.Poll).Should(gomega.Equal("workloads=0 podgroups=0"),
+					"with the controller's gate off a StatefulSet gets no Workload or PodGroup")
+				pods, err := framework.ListPods(ctx, podsOf(f, set))
+				gomega.Expect(err).NotTo(gomega.HaveOccurred())
+				for _, p := range pods {
+					gomega.Expect(p.Spec.SchedulingGroup).To(gomega.BeNil(), "pod %s", p.Name)
+					gomega.Expect(p.OwnerReferences).To(gomega.HaveLen(1), "pod %s has owners beyond its StatefulSet: %v", p.Name, p.OwnerReferences)
+					expectOwner(p.OwnerReferences, "apps/v1", "StatefulSet", set.Name, string(set.UID), true)
+				}
+			})
+	})
