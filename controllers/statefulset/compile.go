@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -92,6 +93,23 @@ func PodGroupName(workloadName, templateName string) string {
 	return w + "-" + t + "-" + hash
 }
 
+// DelegatedPodGroupName names the PodGroup a StatefulSet stamps from a
+// parent's template: siblings share the template, so the StatefulSet's UID
+// joins the hash (as the 1.38 Job controller's GeneratePodGroupName does).
+func DelegatedPodGroupName(workloadName, templateName string, owner types.UID) string {
+	hash := shortHash(workloadName, templateName, string(owner))
+	room := validation.DNS1123SubdomainMaxLength - len(hash) - 2
+	w, t := workloadName, templateName
+	for len(w)+len(t) > room {
+		if len(w) >= len(t) {
+			w = w[:len(w)-1]
+		} else {
+			t = t[:len(t)-1]
+		}
+	}
+	return w + "-" + t + "-" + hash
+}
+
 // ResolvedMinCount is replicas clamped to 1 (Alpha: never user-set).
 func ResolvedMinCount(replicas *int32) int32 {
 	return max(1, ptr.Deref(replicas, 1))
@@ -154,7 +172,11 @@ func BuildPodGroup(set *appsv1.StatefulSet, w *schedulingv1beta1.Workload, templ
 		source.Spec.PodGroupTemplates = []schedulingv1beta1.PodGroupTemplate{*t.DeepCopy()}
 		source.Spec.CompositePodGroupTemplates = nil
 	}
-	pg, err := workloadbuilder.NewBuilderFromExistingWorkload(source, opts).NewPodGroup(PodGroupName(w.Name, template), template)
+	name := PodGroupName(w.Name, template)
+	if !ownWorkload && !metav1.IsControlledBy(w, set) {
+		name = DelegatedPodGroupName(w.Name, template, set.UID)
+	}
+	pg, err := workloadbuilder.NewBuilderFromExistingWorkload(source, opts).NewPodGroup(name, template)
 	if err != nil {
 		return nil, err
 	}

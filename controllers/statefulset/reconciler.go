@@ -310,6 +310,13 @@ func (r *Reconciler) resolvePodGroup(ctx context.Context, set *appsv1.StatefulSe
 
 func (r *Reconciler) createWorkload(ctx context.Context, set *appsv1.StatefulSet, cfg *intent.SchedulingConfiguration) (*schedulingv1beta1.Workload, error) {
 	desired, err := BuildWorkload(set, cfg)
+	if err == nil && !r.gates.DRAWorkloadResourceClaims() {
+		// Gate off: no PodGroup-level claims anywhere (the apiserver would
+		// drop them too); pods keep their own per-pod claims.
+		for i := range desired.Spec.PodGroupTemplates {
+			desired.Spec.PodGroupTemplates[i].ResourceClaims = nil
+		}
+	}
 	if err == nil {
 		start := time.Now()
 		var created *schedulingv1beta1.Workload
