@@ -2,6 +2,7 @@ package statefulset
 
 import (
 	"context"
+	"errors"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -9,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+
+	"github.com/workload-aware/apps-harness/controllers/schedulingapi"
 )
 
 // ControllerClient wraps the clientset given to the upstream StatefulSet
@@ -78,7 +81,9 @@ func (p *pods) Create(ctx context.Context, pod *corev1.Pod, opts metav1.CreateOp
 func (p *pods) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
 	if pod, err := p.r.pods.Pods(p.namespace).Get(name); err == nil {
 		if set := p.r.setOf(pod); set != nil {
-			if _, err := p.r.Resolve(ctx, set); err != nil {
+			// With the scheduling API not served there is no minCount to lower:
+			// deleting pods must not wait for it.
+			if _, err := p.r.Resolve(ctx, set); err != nil && !errors.Is(err, schedulingapi.ErrNotServed) {
 				return err
 			}
 		}

@@ -152,7 +152,12 @@ func (r *Reconciler) Resolve(ctx context.Context, set *appsv1.StatefulSet) (*sch
 		return nil, nil
 	}
 	if err := r.scheduling.Ready(); err != nil {
-		return nil, err
+		if cfg.IsGang() {
+			// Pods without their PodGroup would bypass the gang: wait (KEP-6277,
+			// version skew). A basic StatefulSet runs as upstream meanwhile.
+			return nil, err
+		}
+		return nil, nil
 	}
 	defer r.locks.Lock(types.NamespacedName{Namespace: set.Namespace, Name: set.Name})()
 	hasPods, err := r.hasPods(set)

@@ -43,8 +43,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/controller"
 	upstreamdeployment "k8s.io/kubernetes/pkg/controller/deployment"
-	upstreamstatefulset "k8s.io/kubernetes/pkg/controller/statefulset"
 	"k8s.io/kubernetes/pkg/controller/replicaset"
+	upstreamstatefulset "k8s.io/kubernetes/pkg/controller/statefulset"
 	consistencyutil "k8s.io/kubernetes/pkg/controller/util/consistency"
 
 	"github.com/workload-aware/apps-harness/controllers/admission"

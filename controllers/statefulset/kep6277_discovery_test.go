@@ -1,0 +1,797 @@
+package statefulset
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+)
+
+// updateBehindTheBack changes a stored object as another client would (no
+// action recorded) and waits for the informer.
+func (e *stEnv) updateBehindTheBack(obj runtime.Object) {
+	e.t.Helper()
+	switch o := obj.(type) {
+	case *schedulingv1beta1.Workload:
+		o.ResourceVersion = fmt.Sprint(e.rv.Add(1))
+		if err := e.client.Tracker().Update(schedulingv1beta1.SchemeGroupVersion.WithResource("workloads"), o, stNS); err != nil {
+			e.t.Fatal(err)
+		}
+		e.waitWorkloadCached(o.Name, o.ResourceVersion)
+	case *schedulingv1beta1.PodGroup:
+		o.ResourceVersion = fmt.Sprint(e.rv.Add(1))
+		if err := e.client.Tracker().Update(schedulingv1beta1.SchemeGroupVersion.WithResource("podgroups"), o, stNS); err != nil {
+			e.t.Fatal(err)
+		}
+		e.waitPodGroupCached(o.Name, o.ResourceVersion)
+	default:
+		e.t.Fatalf("updateBehindTheBack: unexpected %T", obj)
+	}
+}
+
+// stScaleAround scales set up by one (creating a pod) and back down (deleting
+// it), the two paths that sync minCount.
+func stScaleAround(t *testing.T, e *stEnv, set *appsv1.StatefulSet, existing int) *appsv1.StatefulSet {
+	t.Helper()
+	set = stScale(e, set, int32(existing+1))
+	e.mustCreatePod(stPod(set, existing, stRevision1))
+	set = stScale(e, set, int32(existing))
+	if err := e.deletePod(stPod(set, existing, "").Name); err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+// TestKEP6277Discovery covers S-U11 to S-U18.
+func TestKEP6277Discovery(t *testing.T) {
+	t.Run("S-U11_discovery_by_reference_whatever_the_names", func(t *testing.T) {
+		e := stNewEnv(t, stEnvOptions{})
+		set := stSet(t, "db", 3, stGang())
+		w := stWorkload("hand-named-workload", stRefTo(set), stTemplate("quorum", 3))
+		e.seed(w)
+		pg := stPodGroup("totally-unrelated-name", w.Name, "quorum", 3)
+		e.seed(pg)
+		// Decoys: other kinds or names in controllerRef, other templates or
+		// Workloads in workloadRef.
+		e.seed(stWorkload("db-decoy-deployment", schedulingv1beta1.TypedLocalObjectReference{APIGroup: "apps", Kind: "Deployment", Name: "db"}, stTemplate("quorum", 3)))
+		e.seed(stWorkload("db-decoy-other-set", schedulingv1beta1.TypedLocalObjectReference{APIGroup: "apps", Kind: "StatefulSet", Name: "db2"}, stTemplate("quorum", 3)))
+		e.seed(stPodGroup("db-decoy-other-template", w.Name, "other", 3))
+		e.seed(stPodGroup("db-decoy-other-workload", "db-decoy-deployment", "quorum", 3))
+		e.addSet(set)
+		e.client.ClearActions()
+
+		for i := range 3 {
+			stCheckGrouped(t, e.mustCreatePod(stPod(set, i, stRevision1)), set, pg)
+		}
+		if got := e.schedulingWrites(); len(got) != 0 {
+			t.Errorf("scheduling writes = %v, want none (discovered and used)", got)
+		}
+	})
+
+	t.Run("S-U11_workload_discovered_podgroup_missing_is_created_from_its_template", func(t *testing.T) {
+		e := stNewEnv(t, stEnvOptions{})
+		set := stSet(t, "db", 3, stGang())
+		w := stWorkload("hand-named-workload", stRefTo(set), stTemplate("quorum", 2))
+		e.seed(w)
+		e.addSet(set)
+		e.client.ClearActions()
+		pod := e.mustCreatePod(stPod(set, 0, stRevision1))
+		if got, want := e.schedulingWrites(), []string{"create podgroups"}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("scheduling writes = %v, want %v", got, want)
+		}
+		pg := e.onlyPodGroup()
+		if pg.Spec.WorkloadRef == nil || pg.Spec.WorkloadRef.WorkloadName != w.Name || pg.Spec.WorkloadRef.TemplateName != "quorum" {
+			t.Errorf("workloadRef = %+v, want {%s quorum}", pg.Spec.WorkloadRef, w.Name)
+		}
+		stCheckGrouped(t, pod, set, pg)
+	})
+
+	t.Run("S-U12_workload_without_podgroup_creates_only_the_podgroup", func(t *testing.T) {
+		e := stNewEnv(t, stEnvOptions{})
+		set := stSet(t, "db", 3, stGang())
+		w := stManagedWorkload(t, set, stGang())
+		e.seed(w)
+		e.addSet(set)
+		e.client.ClearActions()
+		pod := e.mustCreatePod(stPod(set, 0, stRevision1))
+		if got, want := e.writes(), []string{"create podgroups", "create pods"}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("writes = %v, want %v", got, want)
+		}
+		pg := e.onlyPodGroup()
+		if len(pg.OwnerReferences) != 2 || pg.OwnerReferences[1].UID != w.UID || pg.OwnerReferences[1].Name != w.Name {
+			t.Errorf("PodGroup ownerReferences = %+v, want the StatefulSet and the existing Workload %s", pg.OwnerReferences, w.UID)
+		}
+		if len(e.workloads()) != 1 {
+			t.Errorf("%d Workloads, want the existing one only", len(e.workloads()))
+		}
+		stCheckGrouped(t, pod, set, pg)
+	})
+
+	t.Run("S-U12_crash_between_workload_and_podgroup_recovers_without_duplicates", func(t *testing.T) {
+		e := stNewEnv(t, stEnvOptions{})
+		set := stSet(t, "db", 3, stGang())
+		e.addSet(set)
+		e.fail("create", "podgroups", fmt.Errorf("connection reset"))
+		if _, err := e.createPod(stPod(set, 0, stRevision1)); err == nil {
+			t.Fatal("pod created without its PodGroup")
+		}
+		if ev := e.events(); !stHasEvent(ev, "Warning "+ReasonPodGroupCreationFailed) {
+			t.Errorf("events = %v, want Warning %s", ev, ReasonPodGroupCreationFailed)
+		}
+		e.heal("create", "podgroups")
+		// A fresh Reconciler (a restarted controller) over the same API.
+		e.syncCaches()
+		e.r = NewReconciler(Options{Client: e.client, StatefulSets: e.r.sets, Pods: e.r.pods, Scheduling: e.sched, Recorder: e.recorder, Gates: e.r.gates})
+		e.cc = e.r.ControllerClient(e.client)
+		pod := e.mustCreatePod(stPod(set, 0, stRevision1))
+		if got, want := e.writes(), []string{"create workloads", "create podgroups", "create podgroups", "create pods"}; !reflect.DeepEqual(got, want) {
+			t.Errorf("writes = %v, want %v (one Workload create)", got, want)
+		}
+		stCheckGrouped(t, pod, set, e.onlyPodGroup())
+		if len(e.workloads()) != 1 {
+			t.Errorf("%d Workloads, want 1", len(e.workloads()))
+		}
+	})
+
+	t.Run("S-U12_retry_before_the_informer_sees_the_workload_creates_no_duplicate", func(t *testing.T) {
+		e := stNewEnv(t, stEnvOptions{laggingInformers: true})
+		set := stSet(t, "db", 3, stGang())
+		e.addSet(set)
+		e.fail("create", "podgroups", fmt.Errorf("connection reset"))
+		if _, err := e.createPod(stPod(set, 0, stRevision1)); err == nil {
+			t.Fatal("pod created without its PodGroup")
+		}
+		e.heal("create", "podgroups")
+		pod := e.mustCreatePod(stPod(set, 0, stRevision1))
+		e.mustCreatePod(stPod(set, 1, stRevision1))
+		if got, want := e.writes(), []string{"create workloads", "create podgroups", "create podgroups", "create pods", "create pods"}; !reflect.DeepEqual(got, want) {
+			t.Errorf("writes = %v, want %v (the controller's own writes stand in for the lagging informer)", got, want)
+		}
+		stCheckGrouped(t, pod, set, e.onlyPodGroup())
+		if len(e.workloads()) != 1 {
+			t.Errorf("%d Workloads, want 1", len(e.workloads()))
+		}
+		// Scaling still updates with the current resourceVersions.
+		set = stScale(e, set, 4)
+		e.mustCreatePod(stPod(set, 2, stRevision1))
+		if stTemplateMin(e.onlyWorkload()) != 4 || stGangMin(e.onlyPodGroup()) != 4 {
+			t.Errorf("minCounts %d/%d, want 4/4", stTemplateMin(e.onlyWorkload()), stGangMin(e.onlyPodGroup()))
+		}
+	})
+
+	t.Run("S-U13_pods_without_objects_nothing_created", func(t *testing.T) {
+		e := stNewEnv(t, stEnvOptions{})
+		set := stSet(t, "db", 3, stGang())
+		e.addSet(set)
+		e.seedPod(stPod(set, 0, stRevision1))
+		e.client.ClearActions()
+		stCheckUngrouped(t, e.mustCreatePod(stPod(set, 1, stRevision1)), set)
+		if got := e.schedulingCalls(); len(got) != 0 {
+			t.Errorf("scheduling calls = %v, want none", got)
+		}
+	})
+
+	t.Run("S-U13_terminal_pod_counts_as_a_pod", func(t *testing.T) {
+		e := stNewEnv(t, stEnvOptions{})
+		set := stSet(t, "db", 3, stGang())
+		e.addSet(set)
+		done := stPod(set, 0, stRevision1)
+		done.Status.Phase = corev1.PodSucceeded
+		e.seedPod(done)
+		e.client.ClearActions()
+		stCheckUngrouped(t, e.mustCreatePod(stPod(set, 1, stRevision1)), set)
+		if got := e.schedulingWrites(); len(got) != 0 {
+			t.Errorf("scheduling writes = %v, want none", got)
+		}
+	})
+
+	t.Run("S-U13_pods_of_another_statefulset_do_not_count", func(t *testing.T) {
+		e := stNewEnv(t, stEnvOptions{})
+		set := stSet(t, "db", 3, stGang())
+		e.addSet(set)
+		other := stSet(t, "db", 3, stGang())
+		other.UID = "sts-uid-db-previous"
+		e.seedPod(stPod(other, 0, stRevision1)) // same name, other UID
+		e.client.ClearActions()
+		e.mustCreatePod(stPod(set, 1, stRevision1))
+		if got, want := e.schedulingWrites(), []string{"create workloads", "create podgroups"}; !reflect.DeepEqual(got, want) {
+			t.Errorf("scheduling writes = %v, want %v", got, want)
+		}
+	})
+
+	t.Run("S-U13_pods_and_workload_without_podgroup_nothing_created", func(t *testing.T) {
+		e := stNewEnv(t, stEnvOptions{})
+		set := stSet(t, "db", 3, stGang())
+		e.seed(stManagedWorkload(t, set, stGang()))
+		e.addSet(set)
+		e.seedPod(stPod(set, 0, stRevision1))
+		e.client.ClearActions()
+		stCheckUngrouped(t, e.mustCreatePod(stPod(set, 1, stRevision1)), set)
+		if got := e.schedulingWrites(); len(got) != 0 {
+			t.Errorf("scheduling writes = %v, want none", got)
+		}
+	})
+
+	t.Run("S-U13_pods_and_both_objects_discovered_and_used", func(t *testing.T) {
+		e := stNewEnv(t, stEnvOptions{})
+		set := stSet(t, "db", 3, stGang())
+		w := stManagedWorkload(t, set, stGang())
+		e.seed(w)
+		pg, err := BuildPodGroup(set, w, "db", true, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.seed(pg)
+		e.addSet(set)
+		e.seedPod(Grouped(stPod(set, 0, stRevision1), pg))
+		e.client.ClearActions()
+		stCheckGrouped(t, e.mustCreatePod(stPod(set, 1, stRevision1)), set, pg)
+		if got := e.schedulingWrites(); len(got) != 0 {
+			t.Errorf("scheduling writes = %v, want none", got)
+		}
+	})
+
+	t.Run("S-U14_two_workloads_are_ambiguous", func(t *testing.T) {
+		e := stNewEnv(t, stEnvOptions{})
+		set := stSet(t, "db", 3, stGang())
+		// Both look controller-created, with a stale minCount, so any
+		// mutation would show.
+		stale := stSet(t, "db", 2, stGang())
+		a := stManagedWorkload(t, stale, stGang())
+		b := stManagedWorkload(t, stale, stGang())
+		b.Name = "db-second"
+		e.seed(a)
+		e.seed(b)
+		e.addSet(set)
+		e.client.ClearActions()
+		pod := e.mustCreatePod(stPod(set, 0, stRevision1))
+		stCheckUngrouped(t, pod, set)
+		if err := e.deletePod(pod.Name); err != nil {
+			t.Fatal(err)
+		}
+		if got := e.schedulingWrites(); len(got) != 0 {
+			t.Errorf("scheduling writes = %v, want none", got)
+		}
+		if ev := e.events(); !stHasEvent(ev, "Warning "+ReasonAmbiguousWorkload) {
+			t.Errorf("events = %v, want Warning %s", ev, ReasonAmbiguousWorkload)
+		}
+		if stTemplateMin(e.apiWorkload(a.Name)) != 2 || stTemplateMin(e.apiWorkload(b.Name)) != 2 || len(e.podGroups()) != 0 {
+			t.Errorf("ambiguous Workloads mutated or PodGroups created")
+		}
+	})
+
+	t.Run("S-U14_two_podgroups_are_ambiguous", func(t *testing.T) {
+		e := stNewEnv(t, stEnvOptions{})
+		set := stSet(t, "db", 3, stGang())
+		w := stWorkload("db-byo", stRefTo(set), stTemplate("db", 3))
+		e.seed(w)
+		e.seed(stPodGroup("db-one", w.Name, "db", 3))
+		e.seed(stPodGroup("db-two", w.Name, "db", 3))
+		e.addSet(set)
+		e.client.ClearActions()
+		stCheckUngrouped(t, e.mustCreatePod(stPod(set, 0, stRevision1)), set)
+		if got := e.schedulingWrites(); len(got) != 0 {
+			t.Errorf("scheduling writes = %v, want none", got)
+		}
+		if ev := e.events(); !stHasEvent(ev, "Warning "+ReasonAmbiguousPodGroup) {
+			t.Errorf("events = %v, want Warning %s", ev, ReasonAmbiguousPodGroup)
+		}
+	})
+
+	byoWorkloads := map[string]func(set *appsv1.StatefulSet) *schedulingv1beta1.Workload{
+		"no_annotation_no_owner": func(set *appsv1.StatefulSet) *schedulingv1beta1.Workload {
+			return stWorkload("user-workload", stRefTo(set), stTemplate("db", 3))
+		},
+		"owner_reference_without_annotation": func(set *appsv1.StatefulSet) *schedulingv1beta1.Workload {
+			w := stWorkload("user-workload", stRefTo(set), stTemplate("db", 3))
+			w.OwnerReferences = []metav1.OwnerReference{*stSetRef(set)}
+			return w
+		},
+		"annotation_without_owner_reference": func(set *appsv1.StatefulSet) *schedulingv1beta1.Workload {
+			w := stWorkload("user-workload", stRefTo(set), stTemplate("db", 3))
+			w.Annotations = map[string]string{ManagedByAnnotation: ManagedByValue}
+			return w
+		},
+	}
+	for name, mk := range byoWorkloads {
+		t.Run("S-U15_byo_workload_and_podgroup_used_as_is_"+name, func(t *testing.T) {
+			e := stNewEnv(t, stEnvOptions{})
+			set := stSet(t, "db", 3, stGang())
+			w := mk(set)
+			e.seed(w)
+			pg := stPodGroup("user-podgroup", w.Name, "db", 3)
+			pg.Annotations = w.Annotations
+			pg.OwnerReferences = w.OwnerReferences
+			e.seed(pg)
+			e.addSet(set)
+			e.client.ClearActions()
+			for i := range 3 {
+				stCheckGrouped(t, e.mustCreatePod(stPod(set, i, stRevision1)), set, pg)
+			}
+			// Scale up and down, then scale to zero.
+			set = stScaleAround(t, e, set, 3)
+			stScale(e, set, 0)
+			for _, name := range []string{"db-2", "db-1", "db-0"} {
+				if err := e.deletePod(name); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := e.schedulingCalls(); len(got) != 0 {
+				t.Errorf("scheduling calls = %v, want none", got)
+			}
+			if got := e.apiWorkload(w.Name); !equality.Semantic.DeepEqual(got, w) {
+				t.Errorf("Workload changed:\n got %+v\nwant %+v", got, w)
+			}
+			if got := e.apiPodGroup(pg.Name); !equality.Semantic.DeepEqual(got, pg) {
+				t.Errorf("PodGroup changed:\n got %+v\nwant %+v", got, pg)
+			}
+		})
+	}
+
+	t.Run("S-U15_podgroup_managed_by_another_statefulset_is_not_mutated", func(t *testing.T) {
+		e := stNewEnv(t, stEnvOptions{})
+		set := stSet(t, "db", 3, stGang())
+		w := stWorkload("user-workload", stRefTo(set), stTemplate("db", 5))
+		e.seed(w)
+		other := stSet(t, "other", 1, nil)
+		pg := stPodGroup("user-podgroup", w.Name, "db", 3)
+		pg.Annotations = map[string]string{ManagedByAnnotation: ManagedByValue}
+		pg.OwnerReferences = []metav1.OwnerReference{*stSetRef(other)}
+		e.seed(pg)
+		e.addSet(set)
+		e.client.ClearActions()
+		stCheckGrouped(t, e.mustCreatePod(stPod(set, 0, stRevision1)), set, pg)
+		if got := e.schedulingCalls(); len(got) != 0 {
+			t.Errorf("scheduling calls = %v, want none (template says 5, PodGroup 3, but it is not ours)", got)
+		}
+	})
+
+	t.Run("S-U16_byo_workload_controller_podgroup_syncs_from_the_template", func(t *testing.T) {
+		e := stNewEnv(t, stEnvOptions{})
+		set := stSet(t, "db", 5, stGang())
+		w := stWorkload("user-workload", stRefTo(set), stTemplate("quorum", 2))
+		e.seed(w)
+		e.addSet(set)
+		e.client.ClearActions()
+		pod := e.mustCreatePod(stPod(set, 0, stRevision1))
+		pg := e.onlyPodGroup()
+		if got, want := e.schedulingWrites(), []string{"create podgroups"}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("scheduling writes = %v, want %v", got, want)
+		}
+		if stGangMin(pg) != 2 {
+			t.Errorf("PodGroup minCount = %d, want the template's 2 (not replicas 5)", stGangMin(pg))
+		}
+		if len(pg.OwnerReferences) != 1 || metav1.GetControllerOf(pg) == nil || metav1.GetControllerOf(pg).UID != set.UID {
+			t.Errorf("PodGroup ownerReferences = %+v, want only the StatefulSet (no reference to a Workload it did not create)", pg.OwnerReferences)
+		}
+		stCheckGrouped(t, pod, set, pg)
+		for i := 1; i < 5; i++ {
+			e.mustCreatePod(stPod(set, i, stRevision1))
+		}
+		e.syncCaches()
+		// The Workload's owner changes its template; scaling the set follows it
+		// for the PodGroup only.
+		w = e.apiWorkload(w.Name)
+		w.Spec.PodGroupTemplates[0].SchedulingPolicy.Gang.MinCount = 4
+		e.updateBehindTheBack(w)
+		e.client.ClearActions()
+		set = stScale(e, set, 7)
+		e.mustCreatePod(stPod(set, 5, stRevision1))
+		if got, want := e.schedulingWrites(), []string{"update podgroups"}; !reflect.DeepEqual(got, want) {
+			t.Errorf("scheduling writes = %v, want %v", got, want)
+		}
+		if stGangMin(e.apiPodGroup(pg.Name)) != 4 {
+			t.Errorf("PodGroup minCount = %d, want the template's 4", stGangMin(e.apiPodGroup(pg.Name)))
+		}
+		if got := e.apiWorkload(w.Name); !equality.Semantic.DeepEqual(got, w) {
+			t.Errorf("the user's Workload was mutated: %+v", got.Spec)
+		}
+		// Scaling down leaves both where the template says.
+		stScale(e, set, 1)
+		if err := e.deletePod("db-5"); err != nil {
+			t.Fatal(err)
+		}
+		if n := e.count("update", "workloads"); n != 0 || stGangMin(e.apiPodGroup(pg.Name)) != 4 {
+			t.Errorf("%d Workload updates, PodGroup minCount %d; want 0 and 4", n, stGangMin(e.apiPodGroup(pg.Name)))
+		}
+	})
+
+	t.Run("S-U17_byo_podgroup_with_byo_workload_never_mutated", func(t *testing.T) {
+		e := stNewEnv(t, stEnvOptions{})
+		set := stSet(t, "db", 3, stGang())
+		w := stWorkload("user-workload", stRefTo(set), stTemplate("db", 3))
+		e.seed(w)
+		pg := stPodGroup("user-podgroup", w.Name, "db", 3)
+		e.seed(pg)
+		e.addSet(set)
+		e.createAll(set, 3, stRevision1)
+		e.client.ClearActions()
+		set = stScale(e, set, 6)
+		for i := 3; i < 6; i++ {
+			stCheckGrouped(t, e.mustCreatePod(stPod(set, i, stRevision1)), set, pg)
+		}
+		stScale(e, set, 1)
+		for i := 5; i >= 1; i-- {
+			if err := e.deletePod(fmt.Sprintf("db-%d", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := e.schedulingCalls(); len(got) != 0 {
+			t.Errorf("scheduling calls = %v, want none", got)
+		}
+		if !equality.Semantic.DeepEqual(e.apiWorkload(w.Name), w) || !equality.Semantic.DeepEqual(e.apiPodGroup(pg.Name), pg) {
+			t.Errorf("BYO objects mutated")
+		}
+	})
+
+	t.Run("S-U17_byo_podgroup_of_controller_workload_never_mutated", func(t *testing.T) {
+		e := stNewEnv(t, stEnvOptions{})
+		set := stSet(t, "db", 3, stGang())
+		w := stManagedWorkload(t, set, stGang())
+		e.seed(w)
+		pg := stPodGroup("user-podgroup", w.Name, "db", 3)
+		e.seed(pg)
+		e.addSet(set)
+		e.createAll(set, 3, stRevision1)
+		e.client.ClearActions()
+		set = stScale(e, set, 4)
+		stCheckGrouped(t, e.mustCreatePod(stPod(set, 3, stRevision1)), set, pg)
+		if got, want := e.schedulingWrites(), []string{"update workloads"}; !reflect.DeepEqual(got, want) {
+			t.Errorf("scheduling writes = %v, want %v (its own Workload only)", got, want)
+		}
+		if !equality.Semantic.DeepEqual(e.apiPodGroup(pg.Name), pg) {
+			t.Errorf("BYO PodGroup mutated")
+		}
+	})
+
+	for _, n := range []int{0, 2} {
+		t.Run(fmt.Sprintf("S-U18_workload_with_%d_templates_ignored_with_event", n), func(t *testing.T) {
+			e := stNewEnv(t, stEnvOptions{})
+			set := stSet(t, "db", 3, stGang())
+			var tmpls []schedulingv1beta1.PodGroupTemplate
+			for i := range n {
+				tmpls = append(tmpls, stTemplate(fmt.Sprintf("t%d", i), 3))
+			}
+			w := stWorkload("user-workload", stRefTo(set), tmpls...)
+			e.seed(w)
+			e.addSet(set)
+			e.client.ClearActions()
+			stCheckUngrouped(t, e.mustCreatePod(stPod(set, 0, stRevision1)), set)
+			if got := e.schedulingWrites(); len(got) != 0 {
+				t.Errorf("scheduling writes = %v, want none", got)
+			}
+			if ev := e.events(); !stHasEvent(ev, "Warning "+ReasonUnusableWorkload) {
+				t.Errorf("events = %v, want Warning %s", ev, ReasonUnusableWorkload)
+			}
+			if !equality.Semantic.DeepEqual(e.apiWorkload(w.Name), w) {
+				t.Errorf("Workload mutated")
+			}
+		})
+	}
+}
+
+// stDelegatedSet is a child StatefulSet of the parent LeaderWorkerSet, with
+// the KEP-6089 annotations given.
+func stDelegatedSet(t *testing.T, name string, replicas int32, annotations map[string]string) *appsv1.StatefulSet {
+	t.Helper()
+	set := stSet(t, name, replicas, stGang())
+	set.OwnerReferences = []metav1.OwnerReference{stParentRef()}
+	for k, v := range annotations {
+		set.Annotations[k] = v
+	}
+	return set
+}
+
+func stParentWorkload() *schedulingv1beta1.Workload {
+	return stWorkload("llm-parent", stParentWorkloadRef(), stTemplate("leader", 1), stTemplate("worker", 4))
+}
+
+// stCompositeParentWorkload is a LeaderWorkerSet-shaped parent: a composite
+// "replica" template whose leaves are "leader" and, one level further down
+// inside "workers", "worker" (gang of 4).
+func stCompositeParentWorkload() *schedulingv1beta1.Workload {
+	w := stWorkload("llm-parent", stParentWorkloadRef())
+	w.Spec.CompositePodGroupTemplates = []schedulingv1beta1.CompositePodGroupTemplate{{
+		Name:              "replica",
+		SchedulingPolicy:  schedulingv1beta1.CompositePodGroupSchedulingPolicy{Basic: &schedulingv1beta1.CompositeBasicSchedulingPolicy{}},
+		PodGroupTemplates: []schedulingv1beta1.PodGroupTemplate{stTemplate("leader", 1)},
+		CompositePodGroupTemplates: []schedulingv1beta1.CompositePodGroupTemplate{{
+			Name:              "workers",
+			SchedulingPolicy:  schedulingv1beta1.CompositePodGroupSchedulingPolicy{Basic: &schedulingv1beta1.CompositeBasicSchedulingPolicy{}},
+			PodGroupTemplates: []schedulingv1beta1.PodGroupTemplate{stTemplate("worker", 4)},
+		}},
+	}}
+	return w
+}
+
+// TestKEP6277Composition covers S-U19 to S-U23.
+func TestKEP6277Composition(t *testing.T) {
+	t.Run("S-U19_podgroup_from_the_parents_named_template", func(t *testing.T) {
+		e := stNewEnv(t, stEnvOptions{})
+		parent := stParentWorkload()
+		e.seed(parent)
+		set := stDelegatedSet(t, "llm-workers", 4, map[string]string{GroupTemplateNameAnnotation: "worker"})
+		e.addSet(set)
+		e.client.ClearActions()
+		pod := e.mustCreatePod(stPod(set, 0, stRevision1))
+		if got, want := e.writes(), []string{"create podgroups", "create pods"}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("writes = %v, want %v (no Workload of its own)", got, want)
+		}
+		pg := e.onlyPodGroup()
+		if want := (&schedulingv1beta1.WorkloadReference{WorkloadName: parent.Name, TemplateName: "worker"}); !equality.Semantic.DeepEqual(pg.Spec.WorkloadRef, want) {
+			t.Errorf("workloadRef = %+v, want %+v", pg.Spec.WorkloadRef, want)
+		}
+		if stGangMin(pg) != 4 {
+			t.Errorf("PodGroup minCount = %d, want the worker template's 4", stGangMin(pg))
+		}
+		if len(pg.OwnerReferences) != 1 {
+			t.Fatalf("PodGroup ownerReferences = %+v, want only the StatefulSet (none to the parent's Workload)", pg.OwnerReferences)
+		}
+		stCheckSetRef(t, "PodGroup", pg.OwnerReferences[0], set)
+		if pg.Annotations[ManagedByAnnotation] != ManagedByValue || !reflect.DeepEqual(pg.Finalizers, []string{PodGroupProtectionFinalizer}) {
+			t.Errorf("PodGroup annotations %v finalizers %v", pg.Annotations, pg.Finalizers)
+		}
+		if pg.Spec.ParentCompositePodGroupName != nil {
+			t.Errorf("parentCompositePodGroupName = %q, want unset without the annotation", *pg.Spec.ParentCompositePodGroupName)
+		}
+		stCheckGrouped(t, pod, set, pg)
+		if !equality.Semantic.DeepEqual(e.apiWorkload(parent.Name), parent) {
+			t.Errorf("the parent's Workload was mutated")
+		}
+	})
+
+	t.Run("S-U19_existing_delegated_podgroup_reused", func(t *testing.T) {
+		e := stNewEnv(t, stEnvOptions{})
+		parent := stParentWorkload()
+		e.seed(parent)
+		set := stDelegatedSet(t, "llm-workers", 4, map[string]string{GroupTemplateNameAnnotation: "worker"})
+		e.addSet(set)
+		e.createAll(set, 2, stRevision1)
+		e.syncCaches()
+		pg := e.onlyPodGroup()
+		e.client.ClearActions()
+		stCheckGrouped(t, e.mustCreatePod(stPod(set, 2, stRevision1)), set, pg)
+		if got := e.schedulingWrites(); len(got) != 0 {
+			t.Errorf("scheduling writes = %v, want none", got)
+		}
+	})
+
+	// Several children of one parent name the same template, each under its
+	// own parent CompositePodGroup (a LeaderWorkerSet's worker StatefulSets,
+	// one per replica; the reconciler filters delegated PodGroups by
+	// controller for that reason): each must get a PodGroup of its own.
+	t.Run("S-U19_sibling_statefulsets_sharing_a_template_get_their_own_podgroups", func(t *testing.T) {
+		e := stNewEnv(t, stEnvOptions{})
+		parent := stCompositeParentWorkload()
+		e.seed(parent)
+		a := stDelegatedSet(t, "llm-workers-0", 4, map[string]string{GroupTemplateNameAnnotation: "worker", ParentCompositePodGroupAnnotation: "llm-group-0"})
+		b := stDelegatedSet(t, "llm-workers-1", 4, map[string]string{GroupTemplateNameAnnotation: "worker", ParentCompositePodGroupAnnotation: "llm-group-1"})
+		e.addSet(a)
+		e.addSet(b)
+		podA := e.mustCreatePod(stPod(a, 0, stRevision1))
+		e.syncCaches()
+		podB, err := e.createPod(stPod(b, 0, stRevision1))
+		if err != nil {
+			t.Fatalf("second child's pod: %v (events %v)", err, e.events())
+		}
+		pgs := e.podGroups()
+		if len(pgs) != 2 {
+			t.Fatalf("%d PodGroups, want one per child", len(pgs))
+		}
+		ga, gb := ptr.Deref(podA.Spec.SchedulingGroup, corev1.PodSchedulingGroup{}), ptr.Deref(podB.Spec.SchedulingGroup, corev1.PodSchedulingGroup{})
+		if ga.PodGroupName == nil || gb.PodGroupName == nil || *ga.PodGroupName == *gb.PodGroupName {
+			t.Errorf("pods' podGroupNames %v / %v, want two distinct PodGroups", ga.PodGroupName, gb.PodGroupName)
+		}
+	})
+
+	t.Run("S-U19_S-U20_template_nested_in_the_parents_composite_tree", func(t *testing.T) {
+		e := stNewEnv(t, stEnvOptions{})
+		parent := stCompositeParentWorkload()
+		e.seed(parent)
+		set := stDelegatedSet(t, "llm-workers", 4, map[string]string{
+			GroupTemplateNameAnnotation:       "worker",
+			ParentCompositePodGroupAnnotation: "llm-replica-0-workers",
+		})
+		e.addSet(set)
+		e.client.ClearActions()
+		pod := e.mustCreatePod(stPod(set, 0, stRevision1))
+		if got, want := e.writes(), []string{"create podgroups", "create pods"}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("writes = %v, want %v", got, want)
+		}
+		pg := e.onlyPodGroup()
+		if want := (&schedulingv1beta1.WorkloadReference{WorkloadName: parent.Name, TemplateName: "worker"}); !equality.Semantic.DeepEqual(pg.Spec.WorkloadRef, want) {
+			t.Errorf("workloadRef = %+v, want %+v", pg.Spec.WorkloadRef, want)
+		}
+		if stGangMin(pg) != 4 || ptr.Deref(pg.Spec.ParentCompositePodGroupName, "") != "llm-replica-0-workers" {
+			t.Errorf("PodGroup minCount %d parent %v, want 4 and llm-replica-0-workers", stGangMin(pg), pg.Spec.ParentCompositePodGroupName)
+		}
+		if len(pg.OwnerReferences) != 1 || metav1.GetControllerOf(pg).UID != set.UID {
+			t.Errorf("PodGroup ownerReferences = %+v, want only the StatefulSet", pg.OwnerReferences)
+		}
+		stCheckGrouped(t, pod, set, pg)
+		// The parent lowers the nested template; the child's PodGroup follows.
+		for i := 1; i < 4; i++ {
+			e.mustCreatePod(stPod(set, i, stRevision1))
+		}
+		e.syncCaches()
+		parent = e.apiWorkload(parent.Name)
+		parent.Spec.CompositePodGroupTemplates[0].CompositePodGroupTemplates[0].PodGroupTemplates[0].SchedulingPolicy.Gang.MinCount = 3
+		e.updateBehindTheBack(parent)
+		stScale(e, set, 3)
+		e.client.ClearActions()
+		if err := e.deletePod("llm-workers-3"); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := e.writes(), []string{"update podgroups", "delete pods"}; !reflect.DeepEqual(got, want) {
+			t.Errorf("writes = %v, want %v", got, want)
+		}
+		if stGangMin(e.apiPodGroup(pg.Name)) != 3 || !equality.Semantic.DeepEqual(e.apiWorkload(parent.Name), parent) {
+			t.Errorf("PodGroup minCount %d, want 3 from the nested template (and the parent untouched)", stGangMin(e.apiPodGroup(pg.Name)))
+		}
+	})
+
+	t.Run("S-U23_composite_name_is_not_a_podgroup_template", func(t *testing.T) {
+		e := stNewEnv(t, stEnvOptions{})
+		e.seed(stCompositeParentWorkload())
+		set := stDelegatedSet(t, "llm-workers", 4, map[string]string{GroupTemplateNameAnnotation: "workers"})
+		e.addSet(set)
+		e.client.ClearActions()
+		stCheckUngrouped(t, e.mustCreatePod(stPod(set, 0, stRevision1)), set)
+		if got, want := e.writes(), []string{"create pods"}; !reflect.DeepEqual(got, want) {
+			t.Errorf("writes = %v, want %v", got, want)
+		}
+		if ev := e.events(); !stHasEvent(ev, "Warning "+ReasonUnresolvedParent) {
+			t.Errorf("events = %v, want Warning %s", ev, ReasonUnresolvedParent)
+		}
+	})
+
+	t.Run("S-U20_parent_compositepodgroup_linked", func(t *testing.T) {
+		e := stNewEnv(t, stEnvOptions{})
+		e.seed(stParentWorkload())
+		set := stDelegatedSet(t, "llm-workers", 4, map[string]string{
+			GroupTemplateNameAnnotation:       "worker",
+			ParentCompositePodGroupAnnotation: "llm-group-0",
+		})
+		e.addSet(set)
+		pod := e.mustCreatePod(stPod(set, 0, stRevision1))
+		pg := e.onlyPodGroup()
+		if got := ptr.Deref(pg.Spec.ParentCompositePodGroupName, ""); got != "llm-group-0" {
+			t.Errorf("parentCompositePodGroupName = %q, want llm-group-0", got)
+		}
+		stCheckGrouped(t, pod, set, pg)
+		if len(e.workloads()) != 1 {
+			t.Errorf("%d Workloads, want only the parent's", len(e.workloads()))
+		}
+	})
+
+	t.Run("S-U21_parent_owner_without_annotation_manages_its_own", func(t *testing.T) {
+		e := stNewEnv(t, stEnvOptions{})
+		parent := stParentWorkload()
+		e.seed(parent)
+		set := stDelegatedSet(t, "llm-workers", 4, nil)
+		e.addSet(set)
+		e.client.ClearActions()
+		pod := e.mustCreatePod(stPod(set, 0, stRevision1))
+		if got, want := e.writes(), []string{"create workloads", "create podgroups", "create pods"}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("writes = %v, want %v", got, want)
+		}
+		w := e.apiWorkload(WorkloadName(set))
+		if !equality.Semantic.DeepEqual(w.Spec.ControllerRef, ptr.To(stRefTo(set))) || !CreatedByController(w, set) {
+			t.Errorf("own Workload %+v, want controllerRef to the StatefulSet, created by the controller", w)
+		}
+		pg := e.apiPodGroup(PodGroupName(w.Name, TemplateName(set)))
+		stCheckGrouped(t, pod, set, pg)
+		if pg.Spec.WorkloadRef.WorkloadName != w.Name || len(pg.OwnerReferences) != 2 {
+			t.Errorf("PodGroup %+v, want it from the own Workload, owned by it", pg)
+		}
+		if !equality.Semantic.DeepEqual(e.apiWorkload(parent.Name), parent) {
+			t.Errorf("the parent's Workload was mutated")
+		}
+	})
+
+	for name, owners := range map[string][]metav1.OwnerReference{
+		"no_owner":             nil,
+		"non_controller_owner": {{APIVersion: "leaderworkerset.x-k8s.io/v1", Kind: "LeaderWorkerSet", Name: "llm", UID: "lws-uid"}},
+	} {
+		t.Run("S-U22_annotation_without_parent_controller_"+name, func(t *testing.T) {
+			e := stNewEnv(t, stEnvOptions{})
+			e.seed(stParentWorkload())
+			set := stSet(t, "llm-workers", 4, stGang())
+			set.Annotations[GroupTemplateNameAnnotation] = "worker"
+			set.OwnerReferences = owners
+			e.addSet(set)
+			e.client.ClearActions()
+			pod := e.mustCreatePod(stPod(set, 0, stRevision1))
+			if got, want := e.writes(), []string{"create workloads", "create podgroups", "create pods"}; !reflect.DeepEqual(got, want) {
+				t.Fatalf("writes = %v, want %v", got, want)
+			}
+			w := e.apiWorkload(WorkloadName(set))
+			pg := e.apiPodGroup(PodGroupName(w.Name, TemplateName(set)))
+			stCheckGrouped(t, pod, set, pg)
+			if ev := e.events(); !stHasEvent(ev, "Warning "+ReasonGroupTemplateNameIgnored) {
+				t.Errorf("events = %v, want Warning %s", ev, ReasonGroupTemplateNameIgnored)
+			}
+		})
+	}
+
+	for _, tc := range []struct {
+		name      string
+		workloads []*schedulingv1beta1.Workload
+	}{
+		{"S-U23_parent_workload_missing", nil},
+		{"S-U23_parent_workload_ambiguous", []*schedulingv1beta1.Workload{
+			stParentWorkload(),
+			stWorkload("llm-parent-2", stParentWorkloadRef(), stTemplate("worker", 4)),
+		}},
+		{"S-U23_parent_template_missing", []*schedulingv1beta1.Workload{
+			stWorkload("llm-parent", stParentWorkloadRef(), stTemplate("leader", 1), stTemplate("workers", 4)),
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := stNewEnv(t, stEnvOptions{})
+			for _, w := range tc.workloads {
+				e.seed(w)
+			}
+			// The child's own would-be Workload must not appear either.
+			set := stDelegatedSet(t, "llm-workers", 4, map[string]string{GroupTemplateNameAnnotation: "worker"})
+			e.addSet(set)
+			e.client.ClearActions()
+			pod := e.mustCreatePod(stPod(set, 0, stRevision1))
+			stCheckUngrouped(t, pod, set)
+			if got, want := e.writes(), []string{"create pods"}; !reflect.DeepEqual(got, want) {
+				t.Errorf("writes = %v, want %v (no Workload, no PodGroup)", got, want)
+			}
+			if ev := e.events(); !stHasEvent(ev, "Warning "+ReasonUnresolvedParent) {
+				t.Errorf("events = %v, want Warning %s", ev, ReasonUnresolvedParent)
+			}
+			for _, w := range tc.workloads {
+				if !equality.Semantic.DeepEqual(e.apiWorkload(w.Name), w) {
+					t.Errorf("Workload %s mutated", w.Name)
+				}
+			}
+		})
+	}
+
+	t.Run("S-U16_parent_workload_delegated_podgroup_follows_the_template", func(t *testing.T) {
+		e := stNewEnv(t, stEnvOptions{})
+		parent := stParentWorkload()
+		e.seed(parent)
+		set := stDelegatedSet(t, "llm-workers", 4, map[string]string{GroupTemplateNameAnnotation: "worker"})
+		e.addSet(set)
+		e.createAll(set, 4, stRevision1)
+		e.syncCaches()
+		pg := e.onlyPodGroup()
+		e.client.ClearActions()
+		// Scaling the child alone changes nothing: the template is authoritative.
+		stScale(e, set, 2)
+		if err := e.deletePod("llm-workers-3"); err != nil {
+			t.Fatal(err)
+		}
+		if got := e.schedulingWrites(); len(got) != 0 {
+			t.Errorf("scheduling writes = %v, want none", got)
+		}
+		// The parent lowers its template first; the next delete follows it.
+		parent = e.apiWorkload(parent.Name)
+		parent.Spec.PodGroupTemplates[1].SchedulingPolicy.Gang.MinCount = 2
+		e.updateBehindTheBack(parent)
+		if err := e.deletePod("llm-workers-2"); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := e.writes(), []string{"delete pods", "update podgroups", "delete pods"}; !reflect.DeepEqual(got, want) {
+			t.Errorf("writes = %v, want %v", got, want)
+		}
+		if stGangMin(e.apiPodGroup(pg.Name)) != 2 {
+			t.Errorf("delegated PodGroup minCount = %d, want the template's 2", stGangMin(e.apiPodGroup(pg.Name)))
+		}
+		if !equality.Semantic.DeepEqual(e.apiWorkload(parent.Name), parent) {
+			t.Errorf("the parent's Workload was mutated")
+		}
+	})
+}
