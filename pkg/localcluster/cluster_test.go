@@ -83,7 +83,7 @@ func TestStartRestartStop(t *testing.T) {
 
 	// Restart one component with a gate turned off: only it changes.
 	if err := c.Restart(ctx, Scheduler, func(cc *ComponentConfig) {
-		cc.FeatureGates = map[string]bool{"TopologyAwareWorkloadScheduling": false}
+		cc.FeatureGates = map[string]bool{"DRAWorkloadResourceClaims": false}
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -99,8 +99,8 @@ func TestStartRestartStop(t *testing.T) {
 		}
 	}
 	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", after[Scheduler]))
-	if !strings.Contains(string(cmdline), "TopologyAwareWorkloadScheduling=false") {
-		t.Errorf("restarted scheduler's command line lacks TopologyAwareWorkloadScheduling=false: %q", strings.ReplaceAll(string(cmdline), "\x00", " "))
+	if !strings.Contains(string(cmdline), "DRAWorkloadResourceClaims=false") {
+		t.Errorf("restarted scheduler's command line lacks DRAWorkloadResourceClaims=false: %q", strings.ReplaceAll(string(cmdline), "\x00", " "))
 	}
 	if _, err := client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); err != nil {
 		t.Errorf("apiserver unreachable after a scheduler restart: %v", err)

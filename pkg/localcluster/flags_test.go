@@ -34,16 +34,22 @@ func TestFormatRuntimeConfigIsSorted(t *testing.T) {
 
 func TestEffectiveFeatureGatesMergeComponentOverClusterWide(t *testing.T) {
 	cfg := DefaultConfig("/out", "v1.37.2", t.TempDir())
-	cfg.Components[Scheduler] = ComponentConfig{FeatureGates: map[string]bool{"GenericWorkload": false, "CompositePodGroup": true}}
+	cfg.Components[Scheduler] = ComponentConfig{FeatureGates: map[string]bool{"GenericWorkload": false, "PodGroupPreemptionPolicy": true}}
 	s := cfg.EffectiveFeatureGates(Scheduler)
-	if s["GenericWorkload"] || !s["CompositePodGroup"] || !s["TopologyAwareWorkloadScheduling"] {
-		t.Errorf("scheduler gates = %v: want GenericWorkload off, CompositePodGroup on, the rest of the defaults kept", s)
+	if s["GenericWorkload"] || !s["PodGroupPreemptionPolicy"] || !s["TopologyAwareWorkloadScheduling"] {
+		t.Errorf("scheduler gates = %v: want GenericWorkload off, PodGroupPreemptionPolicy on, the rest of the defaults kept", s)
 	}
-	if a := cfg.EffectiveFeatureGates(APIServer); !a["GenericWorkload"] || a["CompositePodGroup"] {
+	if a := cfg.EffectiveFeatureGates(APIServer); !a["GenericWorkload"] || a["PodGroupPreemptionPolicy"] {
 		t.Errorf("apiserver gates = %v: a scheduler override leaked", a)
 	}
-	if cfg.FeatureGates["CompositePodGroup"] {
+	if _, ok := cfg.FeatureGates["PodGroupPreemptionPolicy"]; ok {
 		t.Error("EffectiveFeatureGates modified the cluster-wide map")
+	}
+	if r := cfg.EffectiveFeatureGates(WASControllerManager); !r["WorkloadWithDeployment"] || !r["WorkloadWithStatefulSet"] || !r["GenericWorkload"] {
+		t.Errorf("reference gates = %v: want the KEPs' gates on top of the cluster's", r)
+	}
+	if a := cfg.EffectiveFeatureGates(APIServer); a["WorkloadWithDeployment"] {
+		t.Error("the reference implementation's gates leaked to kube-apiserver, which would refuse them")
 	}
 	if g := cfg.EffectiveFeatureGates(Etcd); g != nil {
 		t.Errorf("etcd takes no Kubernetes gates, got %v", g)
