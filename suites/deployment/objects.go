@@ -56,7 +56,7 @@ var _ = ginkgo.Describe("Deployment Workload and PodGroups", framework.KEP(6276)
 		})
 
 		ginkgo.It("creates the Workload before the ReplicaSet and the PodGroup before any pod", framework.ID("D-I2"), func(ctx context.Context) {
-			rec := framework.RecordCreations(ctx, f.Namespace, framework.WorkloadsResource, framework.ReplicaSetsResource, framework.PodGroupsResource, framework.PodsResource)
+			rec := framework.RecordWrites(ctx, f.Namespace, framework.WorkloadsResource, framework.ReplicaSetsResource, framework.PodGroupsResource, framework.PodsResource)
 			d := create(ctx, recreate(f, "ordered", 3, "100m").Obj(), gang(nil))
 			framework.WaitForPodsRunning(ctx, podsOf(f, d), 3)
 			gomega.Eventually(func() int { return len(rec.Creations("pods")) }).WithTimeout(f.Timeouts.PodsBound).Should(gomega.Equal(3))
@@ -104,7 +104,7 @@ var _ = ginkgo.Describe("Deployment Workload and PodGroups", framework.KEP(6276)
 			framework.WaitForPodsRunning(ctx, podsOf(f, d), 0)
 			gomega.Expect(theWorkload(ctx, f, d).UID).To(gomega.Equal(before.UID), "the Workload must be kept, not recreated")
 
-			rec := framework.RecordCreations(ctx, f.Namespace, framework.WorkloadsResource, framework.PodGroupsResource, framework.PodsResource)
+			rec := framework.RecordWrites(ctx, f.Namespace, framework.WorkloadsResource, framework.PodGroupsResource, framework.PodsResource)
 			gomega.Expect(scale(ctx, f, d, 2)).To(gomega.Succeed())
 			framework.WaitForPodsRunning(ctx, podsOf(f, d), 2)
 			waitForGangState(ctx, f, d, 2, true)

@@ -356,3 +356,12 @@ func allPodGroups(ctx context.Context, f *framework.Framework) []schedulingv1bet
 	gomega.ExpectWithOffset(1, err).NotTo(gomega.HaveOccurred(), "listing PodGroups")
 	return list.Items
 }
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

@@ -20,7 +20,7 @@ var _ = ginkgo.Describe("StatefulSet Workload and PodGroup", framework.KEP(6277)
 		f := framework.New("sts-objects")
 
 		ginkgo.It("creates the Workload, then the PodGroup, before any pod, and wires every pod to the PodGroup", framework.ID("S-I1"), func(ctx context.Context) {
-			rec := framework.RecordCreations(ctx, f.Namespace, framework.WorkloadsResource, framework.PodGroupsResource, framework.PodsResource)
+			rec := framework.RecordWrites(ctx, f.Namespace, framework.WorkloadsResource, framework.PodGroupsResource, framework.PodsResource)
 			set := create(ctx, parallel(f, "ordered", 3, "100m").Obj(), gang())
 			framework.WaitForPodsRunning(ctx, podsOf(f, set), 3)
 			gomega.Eventually(func() int { return len(rec.Creations("pods")) }).WithTimeout(f.Timeouts.PodsBound).WithPolling(f.Timeouts.Poll).Should(gomega.Equal(3),
@@ -128,7 +128,7 @@ var _ = ginkgo.Describe("StatefulSet Workload and PodGroup", framework.KEP(6277)
 		)
 
 		ginkgo.It("gives an OrderedReady StatefulSet a Basic Workload and PodGroup and keeps creating its pods one at a time", framework.ID("S-E9"), func(ctx context.Context) {
-			h := recordHistory(ctx, f)
+			h := framework.RecordWrites(ctx, f.Namespace, framework.WorkloadsResource, framework.PodGroupsResource, framework.PodsResource)
 			set := builder.StatefulSet("ordered-ready", f.Namespace).Replicas(3).OrderedReady().Request(corev1.ResourceCPU, "100m").Obj()
 			set = create(ctx, set, basic())
 			framework.WaitForPodsRunning(ctx, podsOf(f, set), 3)
@@ -144,8 +144,8 @@ var _ = ginkgo.Describe("StatefulSet Workload and PodGroup", framework.KEP(6277)
 
 			ginkgo.By("each pod is created only after the previous one is Running and Ready (etcd revisions)")
 			for i := 1; i < 3; i++ {
-				prevReady := h.waitFirst(ctx, f, "pods", podName(set, i-1)+" Ready", becameReady(podName(set, i-1)))
-				next := h.waitFirst(ctx, f, "pods", podName(set, i)+" created", created(podName(set, i)))
+				prevReady := h.WaitFirst(ctx, "pods", podName(set, i-1)+" Ready", framework.BecameReady(podName(set, i-1)))
+				next := h.WaitFirst(ctx, "pods", podName(set, i)+" created", framework.Created(podName(set, i)))
 				gomega.Expect(prevReady.Revision).To(gomega.BeNumerically("<", next.Revision),
 					"pod %s was created before pod %s was Ready; OrderedReady must stay sequential:\n%s", podName(set, i), podName(set, i-1), h)
 			}

@@ -1,0 +1,233 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+)
+
+// Resources a WriteHistory can watch.
+var (
+	WorkloadsResource   = schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1beta1", Resource: "workloads"}
+	PodGroupsResource   = schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1beta1", Resource: "podgroups"}
+	ReplicaSetsResource = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}
+	PodsResource        = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+)
+
+// Change is one write seen by a WriteHistory, with what specs compare.
+type Change struct {
+	Resource string
+	Type     watch.EventType
+	Name     string
+	UID      string
+	// Revision is the object's resourceVersion in the event: the etcd
+	// revision of that write.
+	Revision uint64
+	// MinCount is the gang minCount of a Workload's first template or of a
+	// PodGroup (0: basic, or another resource).
+	MinCount int32
+	// Terminating: deletionTimestamp set, or the object deleted.
+	Terminating bool
+	// Ready: a pod Running with its Ready condition True.
+	Ready bool
+}
+
+func (c Change) String() string {
+	s := fmt.Sprintf("rv %d %s %s/%s", c.Revision, strings.ToLower(string(c.Type)), c.Resource, c.Name)
+	switch c.Resource {
+	case "workloads", "podgroups":
+		s += fmt.Sprintf(" minCount=%d", c.MinCount)
+	case "pods":
+		s += fmt.Sprintf(" ready=%t", c.Ready)
+	}
+	if c.Terminating {
+		s += " terminating"
+	}
+	return s
+}
+
+// WriteHistory proves ordering from the API rather than assuming it: it
+// watches resources in a namespace from now and records every write with its
+// resourceVersion. etcd gives one revision counter to the whole cluster, so
+// revisions order writes across resources; that is a property of every
+// etcd3-backed apiserver, and the recorder fails loudly if a version is not a
+// number.
+type WriteHistory struct {
+	mu      sync.Mutex
+	changes []Change
+	stop    func()
+}
+
+// RecordWrites starts watching the resources in namespace from now (objects
+// that already exist are not replayed); it stops at Stop or at spec end.
+func RecordWrites(ctx context.Context, namespace string, resources ...schema.GroupVersionResource) *WriteHistory {
+	dyn, err := dynamic.NewForConfig(RESTConfig())
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	ctx, cancel := context.WithCancel(ctx)
+	h := &WriteHistory{}
+	var wg sync.WaitGroup
+	for _, gvr := range resources {
+		// Watch from the list's revision: a watch without one would first
+		// replay every existing object as ADDED.
+		list, err := dyn.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{})
+		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "listing %s in %s", gvr.Resource, namespace)
+		w, err := dyn.Resource(gvr).Namespace(namespace).Watch(ctx, metav1.ListOptions{ResourceVersion: list.GetResourceVersion()})
+		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "watching %s in %s", gvr.Resource, namespace)
+		wg.Add(1)
+		go func() {
+			defer ginkgo.GinkgoRecover()
+			defer wg.Done()
+			defer w.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case ev, ok := <-w.ResultChan():
+					if !ok {
+						return
+					}
+					u, ok := ev.Object.(*unstructured.Unstructured)
+					if !ok || (ev.Type != watch.Added && ev.Type != watch.Modified && ev.Type != watch.Deleted) {
+						continue
+					}
+					rv, err := strconv.ParseUint(u.GetResourceVersion(), 10, 64)
+					if err != nil {
+						ginkgo.Fail(fmt.Sprintf("resourceVersion %q of %s/%s is not an etcd revision; ordering cannot be proven", u.GetResourceVersion(), gvr.Resource, u.GetName()))
+					}
+					h.mu.Lock()
+					h.changes = append(h.changes, describe(gvr.Resource, ev.Type, u, rv))
+					h.mu.Unlock()
+				}
+			}
+		}()
+	}
+	h.stop = func() { cancel(); wg.Wait() }
+	ginkgo.DeferCleanup(h.Stop)
+	return h
+}
+
+// describe extracts what specs compare from any watched object.
+func describe(resource string, t watch.EventType, u *unstructured.Unstructured, rv uint64) Change {
+	c := Change{Resource: resource, Type: t, Name: u.GetName(), UID: string(u.GetUID()), Revision: rv,
+		Terminating: t == watch.Deleted || u.GetDeletionTimestamp() != nil}
+	switch resource {
+	case "workloads":
+		if templates, _, _ := unstructured.NestedSlice(u.Object, "spec", "podGroupTemplates"); len(templates) > 0 {
+			if t0, ok := templates[0].(map[string]any); ok {
+				m, _, _ := unstructured.NestedInt64(t0, "schedulingPolicy", "gang", "minCount")
+				c.MinCount = int32(m)
+			}
+		}
+	case "podgroups":
+		m, _, _ := unstructured.NestedInt64(u.Object, "spec", "schedulingPolicy", "gang", "minCount")
+		c.MinCount = int32(m)
+	case "pods":
+		phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+		conditions, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, raw := range conditions {
+			if cond, ok := raw.(map[string]any); ok && cond["type"] == "Ready" {
+				c.Ready = phase == "Running" && cond["status"] == "True"
+			}
+		}
+	}
+	return c
+}
+
+// Stop ends the watches.
+func (h *WriteHistory) Stop() { h.stop() }
+
+// Sorted returns every change in revision order.
+func (h *WriteHistory) Sorted() []Change {
+	h.mu.Lock()
+	out := append([]Change(nil), h.changes...)
+	h.mu.Unlock()
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Revision < out[j].Revision })
+	return out
+}
+
+func (h *WriteHistory) ofType(resource string, t watch.EventType) []Change {
+	var out []Change
+	for _, c := range h.Sorted() {
+		if c.Resource == resource && c.Type == t {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Creations returns the creations of a resource, oldest first.
+func (h *WriteHistory) Creations(resource string) []Change { return h.ofType(resource, watch.Added) }
+
+// Deletions returns the deletions of a resource, oldest first.
+func (h *WriteHistory) Deletions(resource string) []Change { return h.ofType(resource, watch.Deleted) }
+
+// First returns the earliest change of resource that matches.
+func (h *WriteHistory) First(resource string, match func(Change) bool) (Change, bool) {
+	for _, c := range h.Sorted() {
+		if c.Resource == resource && match(c) {
+			return c, true
+		}
+	}
+	return Change{}, false
+}
+
+// WaitFirst waits until a matching change was seen and returns it.
+func (h *WriteHistory) WaitFirst(ctx context.Context, resource, what string, match func(Change) bool) Change {
+	var got Change
+	gomega.EventuallyWithOffset(1, ctx, func() bool {
+		var ok bool
+		got, ok = h.First(resource, match)
+		return ok
+	}).WithTimeout(TestContext.Timeouts.PodsBound).WithPolling(TestContext.Timeouts.Poll).Should(gomega.BeTrue(),
+		"waiting to observe %s; observed:\n%s", what, h)
+	return got
+}
+
+// String lists every change in revision order, for failure messages and logs.
+func (h *WriteHistory) String() string {
+	var b strings.Builder
+	for _, c := range h.Sorted() {
+		b.WriteString("  " + c.String() + "\n")
+	}
+	return b.String()
+}
+
+// Matchers for First and WaitFirst.
+
+// WithMinCount matches a live object at gang minCount n.
+func WithMinCount(n int32) func(Change) bool {
+	return func(c Change) bool { return c.MinCount == n && !c.Terminating }
+}
+
+// Created matches the creation of name.
+func Created(name string) func(Change) bool {
+	return func(c Change) bool { return c.Name == name && c.Type == watch.Added }
+}
+
+// BecameReady matches a write that shows pod name Running and Ready.
+func BecameReady(name string) func(Change) bool {
+	return func(c Change) bool { return c.Name == name && c.Ready && !c.Terminating }
+}
+
+// Terminating matches the first write that marks one of names as going away.
+func Terminating(names ...string) func(Change) bool {
+	return func(c Change) bool {
+		for _, n := range names {
+			if c.Name == n && c.Terminating {
+				return true
+			}
+		}
+		return false
+	}
+}
