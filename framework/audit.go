@@ -14,19 +14,21 @@ import (
 // writes from where it was when the reader was made, so a spec can attribute
 // every Workload and PodGroup write to the component that made it.
 type AuditedWrites struct {
-	path   string
-	offset int64
+	path      string
+	namespace string
+	offset    int64
 }
 
-// NewAuditedWrites starts reading at the end of the audit log; it skips the
-// spec when the suite does not own the cluster (no audit log to read).
-func NewAuditedWrites() *AuditedWrites {
+// NewAuditedWrites starts reading at the end of the audit log, counting only
+// writes in namespace (other specs' cleanups write elsewhere at any time); it
+// skips the spec when the suite does not own the cluster (no audit log).
+func NewAuditedWrites(namespace string) *AuditedWrites {
 	c := RequireLocalCluster()
 	st, err := os.Stat(c.AuditLogPath())
 	if err != nil {
 		ginkgo.Fail("the local cluster has no audit log: " + err.Error())
 	}
-	return &AuditedWrites{path: c.AuditLogPath(), offset: st.Size()}
+	return &AuditedWrites{path: c.AuditLogPath(), namespace: namespace, offset: st.Size()}
 }
 
 // Since returns the writes logged since the reader was made (or last reset),
@@ -53,9 +55,10 @@ func (a *AuditedWrites) Since() WriteCounts {
 			ObjectRef struct {
 				Resource    string `json:"resource"`
 				Subresource string `json:"subresource"`
+				Namespace   string `json:"namespace"`
 			} `json:"objectRef"`
 		}
-		if json.Unmarshal(sc.Bytes(), &ev) != nil {
+		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.ObjectRef.Namespace != a.namespace {
 			continue
 		}
 		user := strings.TrimPrefix(ev.User.Username, "system:serviceaccount:kube-system:")

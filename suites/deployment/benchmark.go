@@ -34,7 +34,7 @@ var _ = ginkgo.Describe("Deployment scheduling cost", framework.KEP(6276), bench
 		ginkgo.It("writes exactly the Workload and PodGroup API calls the KEP's Scalability section lists over a lifecycle", func(ctx context.Context) {
 			report := &benchReport{}
 			ginkgo.DeferCleanup(report.write)
-			audit := framework.NewAuditedWrites()
+			audit := framework.NewAuditedWrites(f.Namespace)
 			// settled waits until the audit log stops growing, then returns the
 			// writes since the phase began.
 			settled := func() framework.WriteCounts {
