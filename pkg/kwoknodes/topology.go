@@ -10,8 +10,10 @@ package kwoknodes
 import (
 	_ "embed"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -49,11 +51,24 @@ type Topology struct {
 	RacksPerZone int      `json:"racksPerZone"`
 	NodesPerRack int      `json:"nodesPerRack"`
 	Capacity     Capacity `json:"capacity"`
+	// DevicesPerNode is how many DRA devices of DeviceDriver each node
+	// publishes in a ResourceSlice (0: none). No kubelet runs here: the
+	// scheduler allocates and the ResourceClaim controller reserves, which is
+	// all a PodGroup-level claim needs.
+	DevicesPerNode int `json:"devicesPerNode,omitempty"`
 }
 
-// DefaultTopology is 2 zones x 2 racks x 2 nodes of 4 CPU, 16Gi, 110 pods, 4 GPUs.
+// DeviceDriver and DeviceClassName are the simulated DRA driver and the
+// DeviceClass that selects its devices.
+const (
+	DeviceDriver    = "gpu.was-harness.io"
+	DeviceClassName = "gpu.was-harness.io"
+)
+
+// DefaultTopology is 2 zones x 2 racks x 2 nodes of 4 CPU, 16Gi, 110 pods, 4
+// GPUs (extended resource) and 2 DRA devices.
 func DefaultTopology() Topology {
-	return Topology{Zones: 2, RacksPerZone: 2, NodesPerRack: 2, Capacity: Capacity{CPU: "4", Memory: "16Gi", Pods: "110", GPUs: "4"}}
+	return Topology{Zones: 2, RacksPerZone: 2, NodesPerRack: 2, Capacity: Capacity{CPU: "4", Memory: "16Gi", Pods: "110", GPUs: "4"}, DevicesPerNode: 2}
 }
 
 // Validate names the field that is wrong.
@@ -63,6 +78,9 @@ func (t Topology) Validate() error {
 	}
 	if t.Zones > 26 {
 		return fmt.Errorf("topology.zones=%d: at most 26 zones (named zone-a..zone-z)", t.Zones)
+	}
+	if t.DevicesPerNode < 0 || t.DevicesPerNode > 128 {
+		return fmt.Errorf("topology.devicesPerNode=%d: want 0..128 (a ResourceSlice holds at most 128 devices)", t.DevicesPerNode)
 	}
 	for field, q := range map[string]string{"cpu": t.Capacity.CPU, "memory": t.Capacity.Memory, "pods": t.Capacity.Pods, "gpus": t.Capacity.GPUs} {
 		if field == "gpus" && q == "" {
@@ -147,3 +165,37 @@ var stages []byte
 // Stages is the kwok configuration (kwok.x-k8s.io/v1alpha1 Stage objects)
 // that drives node and pod lifecycles; pass it to kwok with --config.
 func Stages() []byte { return stages }
+
+// DeviceClass selects the simulated driver's devices.
+func DeviceClass() *resourcev1.DeviceClass {
+	return &resourcev1.DeviceClass{
+		ObjectMeta: metav1.ObjectMeta{Name: DeviceClassName},
+		Spec: resourcev1.DeviceClassSpec{Selectors: []resourcev1.DeviceSelector{{
+			CEL: &resourcev1.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", DeviceDriver)},
+		}}},
+	}
+}
+
+// ResourceSlices publishes DevicesPerNode devices (gpu-0, gpu-1, ...) per
+// node, one pool per node, as a DRA driver's kubelet plugin would.
+func (t Topology) ResourceSlices() []resourcev1.ResourceSlice {
+	if t.DevicesPerNode <= 0 {
+		return nil
+	}
+	var out []resourcev1.ResourceSlice
+	for _, n := range t.Nodes() {
+		slice := resourcev1.ResourceSlice{
+			ObjectMeta: metav1.ObjectMeta{Name: n.Name + "-" + strings.ReplaceAll(DeviceDriver, ".", "-")},
+			Spec: resourcev1.ResourceSliceSpec{
+				Driver:   DeviceDriver,
+				NodeName: &n.Name,
+				Pool:     resourcev1.ResourcePool{Name: n.Name, Generation: 1, ResourceSliceCount: 1},
+			},
+		}
+		for i := range t.DevicesPerNode {
+			slice.Spec.Devices = append(slice.Spec.Devices, resourcev1.Device{Name: fmt.Sprintf("gpu-%d", i)})
+		}
+		out = append(out, slice)
+	}
+	return out
+}

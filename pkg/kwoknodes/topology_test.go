@@ -160,3 +160,31 @@ func keys(m map[string]kwokv1alpha1.Stage) []string {
 }
 
 func bufioReader(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(b)) }
+
+func TestResourceSlicesPublishDevicesPerNode(t *testing.T) {
+	topo := DefaultTopology()
+	slices := topo.ResourceSlices()
+	if len(slices) != topo.Size() {
+		t.Fatalf("%d slices for %d nodes", len(slices), topo.Size())
+	}
+	seen := map[string]bool{}
+	for _, s := range slices {
+		if s.Spec.NodeName == nil || s.Spec.Pool.Name != *s.Spec.NodeName || s.Spec.Driver != DeviceDriver {
+			t.Errorf("slice %s: node %v, pool %q, driver %q", s.Name, s.Spec.NodeName, s.Spec.Pool.Name, s.Spec.Driver)
+		}
+		if len(s.Spec.Devices) != topo.DevicesPerNode || s.Spec.Pool.ResourceSliceCount != 1 {
+			t.Errorf("slice %s: %d devices, %d slices in pool", s.Name, len(s.Spec.Devices), s.Spec.Pool.ResourceSliceCount)
+		}
+		if seen[s.Name] {
+			t.Errorf("duplicate slice name %s", s.Name)
+		}
+		seen[s.Name] = true
+	}
+	topo.DevicesPerNode = 0
+	if got := topo.ResourceSlices(); got != nil {
+		t.Errorf("DevicesPerNode 0 published %d slices", len(got))
+	}
+	if sel := DeviceClass().Spec.Selectors; len(sel) != 1 || sel[0].CEL == nil || sel[0].CEL.Expression != `device.driver == "gpu.was-harness.io"` {
+		t.Errorf("DeviceClass selectors %+v", sel)
+	}
+}

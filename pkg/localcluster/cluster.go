@@ -331,6 +331,20 @@ func (c *Cluster) createNodes(ctx context.Context) error {
 			return fmt.Errorf("creating node %s: %w", nodes[i].Name, err)
 		}
 	}
+	// DRA: the DeviceClass and one ResourceSlice per node, as a driver would
+	// publish them (resource.k8s.io/v1 must be served).
+	slices := c.cfg.Nodes.ResourceSlices()
+	if len(slices) == 0 {
+		return nil
+	}
+	if _, err := client.ResourceV1().DeviceClasses().Create(ctx, kwoknodes.DeviceClass(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating DeviceClass %s (is resource.k8s.io/v1 served?): %w", kwoknodes.DeviceClassName, err)
+	}
+	for i := range slices {
+		if _, err := client.ResourceV1().ResourceSlices().Create(ctx, &slices[i], metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating ResourceSlice %s: %w", slices[i].Name, err)
+		}
+	}
 	return nil
 }
 
