@@ -30,7 +30,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	kubefeatures "k8s.io/kubernetes/pkg/features"
@@ -100,19 +99,9 @@ func NewReconciler(o Options) *Reconciler {
 		deploymentClient: o.DeploymentClient, replicaSetClient: o.ReplicaSetClient,
 		deployments: o.Deployments, scheduling: o.Scheduling, recorder: o.Recorder, gates: o.Gates,
 	}
-	// A deleted object must be forgotten by the own-write caches, or the next
-	// ensure would take the stale copy for the live object and not recreate it.
 	sched := o.Scheduling.Scheduling()
-	_, _ = sched.Workloads().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
-		if wl, ok := unwrap[*schedulingv1beta1.Workload](obj); ok {
-			r.workloadWrites.Forget(types.NamespacedName{Namespace: wl.Namespace, Name: wl.Name})
-		}
-	}})
-	_, _ = sched.PodGroups().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
-		if pg, ok := unwrap[*schedulingv1beta1.PodGroup](obj); ok {
-			r.podGroupWrites.Forget(types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name})
-		}
-	}})
+	objcache.ForgetOnDelete(sched.Workloads().Informer(), &r.workloadWrites)
+	objcache.ForgetOnDelete(sched.PodGroups().Informer(), &r.podGroupWrites)
 	return r
 }
 

@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+
+	"github.com/workload-aware/apps-harness/controllers/objcache"
 )
 
 // Workers reconcile what the hooks do not see: a Workload or PodGroup deleted
@@ -70,7 +72,7 @@ func NewWorkers(r *Reconciler, deployments, replicaSets cache.SharedIndexInforme
 // workloadChanged requeues the owning Deployment (to recreate or fix the
 // Workload) and its ReplicaSets (to follow the template's minCount).
 func (w *Workers) workloadChanged(obj any) {
-	wl, ok := unwrap[*schedulingv1beta1.Workload](obj)
+	wl, ok := objcache.Unwrap[*schedulingv1beta1.Workload](obj)
 	if !ok {
 		return
 	}
@@ -91,7 +93,7 @@ func (w *Workers) workloadChanged(obj any) {
 }
 
 func (w *Workers) podGroupChanged(obj any) {
-	pg, ok := unwrap[*schedulingv1beta1.PodGroup](obj)
+	pg, ok := objcache.Unwrap[*schedulingv1beta1.PodGroup](obj)
 	if !ok {
 		return
 	}
@@ -100,13 +102,6 @@ func (w *Workers) podGroupChanged(obj any) {
 	}
 }
 
-func unwrap[T any](obj any) (T, bool) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	v, ok := obj.(T)
-	return v, ok
-}
 
 // Run processes both queues until ctx ends.
 func (w *Workers) Run(ctx context.Context, workers int) {

@@ -10,6 +10,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 )
 
 // KeyedMutex serialises work per object, so the hook and the worker that
@@ -70,4 +71,24 @@ func (w *Writes[T]) Pending(namespace string) []T {
 		return true
 	})
 	return out
+}
+
+// Unwrap returns obj as T, looking inside an informer's DeletedFinalStateUnknown.
+func Unwrap[T any](obj any) (T, bool) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	v, ok := obj.(T)
+	return v, ok
+}
+
+// ForgetOnDelete makes w forget an object when informer reports it deleted, so
+// the next read does not take a stale own write for the live object (and
+// skips recreating it).
+func ForgetOnDelete[T metav1.Object](informer cache.SharedIndexInformer, w *Writes[T]) {
+	_, _ = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
+		if o, ok := Unwrap[T](obj); ok {
+			w.Forget(types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()})
+		}
+	}})
 }

@@ -80,24 +80,19 @@ func TemplateName(set *appsv1.StatefulSet) string {
 
 // PodGroupName is <workload>-<template>-<hash>, truncated fairly to fit.
 func PodGroupName(workloadName, templateName string) string {
-	hash := shortHash(workloadName, templateName)
-	room := validation.DNS1123SubdomainMaxLength - len(hash) - 2
-	w, t := workloadName, templateName
-	for len(w)+len(t) > room {
-		if len(w) >= len(t) {
-			w = w[:len(w)-1]
-		} else {
-			t = t[:len(t)-1]
-		}
-	}
-	return w + "-" + t + "-" + hash
+	return podGroupName(workloadName, templateName, shortHash(workloadName, templateName))
 }
 
 // DelegatedPodGroupName names the PodGroup a StatefulSet stamps from a
 // parent's template: siblings share the template, so the StatefulSet's UID
 // joins the hash (as the 1.38 Job controller's GeneratePodGroupName does).
 func DelegatedPodGroupName(workloadName, templateName string, owner types.UID) string {
-	hash := shortHash(workloadName, templateName, string(owner))
+	return podGroupName(workloadName, templateName, shortHash(workloadName, templateName, string(owner)))
+}
+
+// podGroupName joins workload, template and hash, shortening the longer of
+// the first two until the name fits a DNS subdomain.
+func podGroupName(workloadName, templateName, hash string) string {
 	room := validation.DNS1123SubdomainMaxLength - len(hash) - 2
 	w, t := workloadName, templateName
 	for len(w)+len(t) > room {

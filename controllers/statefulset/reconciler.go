@@ -34,7 +34,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	kubefeatures "k8s.io/kubernetes/pkg/features"
 	"k8s.io/utils/ptr"
@@ -100,25 +99,9 @@ type Reconciler struct {
 func NewReconciler(o Options) *Reconciler {
 	r := &Reconciler{client: o.Client, sets: o.StatefulSets, pods: o.Pods, scheduling: o.Scheduling, recorder: o.Recorder, gates: o.Gates}
 	sched := o.Scheduling.Scheduling()
-	_, _ = sched.Workloads().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
-		if w, ok := unwrap[*schedulingv1beta1.Workload](obj); ok {
-			r.workloadWrites.Forget(types.NamespacedName{Namespace: w.Namespace, Name: w.Name})
-		}
-	}})
-	_, _ = sched.PodGroups().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
-		if pg, ok := unwrap[*schedulingv1beta1.PodGroup](obj); ok {
-			r.podGroupWrites.Forget(types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name})
-		}
-	}})
+	objcache.ForgetOnDelete(sched.Workloads().Informer(), &r.workloadWrites)
+	objcache.ForgetOnDelete(sched.PodGroups().Informer(), &r.podGroupWrites)
 	return r
-}
-
-func unwrap[T any](obj any) (T, bool) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	v, ok := obj.(T)
-	return v, ok
 }
 
 // IntentFor returns the StatefulSet's spec.scheduling when the gate is on

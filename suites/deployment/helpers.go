@@ -93,21 +93,6 @@ func replicaSets(ctx context.Context, f *framework.Framework, d *appsv1.Deployme
 	return out
 }
 
-// minCountOfWorkload and minCountOfPodGroup read gang.minCount (0 if basic).
-func minCountOfWorkload(w *schedulingv1beta1.Workload) int32 {
-	if len(w.Spec.PodGroupTemplates) == 0 || w.Spec.PodGroupTemplates[0].SchedulingPolicy.Gang == nil {
-		return 0
-	}
-	return w.Spec.PodGroupTemplates[0].SchedulingPolicy.Gang.MinCount
-}
-
-func minCountOfPodGroup(pg *schedulingv1beta1.PodGroup) int32 {
-	if pg.Spec.SchedulingPolicy.Gang == nil {
-		return 0
-	}
-	return pg.Spec.SchedulingPolicy.Gang.MinCount
-}
-
 // gangState is what a spec expects of a gang Deployment's scheduling objects.
 type gangState struct {
 	WorkloadMinCount int32
@@ -123,11 +108,11 @@ func (s gangState) String() string {
 func readGangState(ctx context.Context, f *framework.Framework, d *appsv1.Deployment) gangState {
 	s := gangState{PodGroups: []string{}}
 	if ws := workloadsOf(ctx, f, d); len(ws) == 1 {
-		s.WorkloadMinCount = minCountOfWorkload(&ws[0])
+		s.WorkloadMinCount = framework.WorkloadMinCount(&ws[0])
 	}
 	for _, pg := range podGroups(ctx, f) {
 		if pg.DeletionTimestamp == nil {
-			s.PodGroups = append(s.PodGroups, fmt.Sprintf("%s=%d", pg.Name, minCountOfPodGroup(&pg)))
+			s.PodGroups = append(s.PodGroups, fmt.Sprintf("%s=%d", pg.Name, framework.PodGroupMinCount(&pg)))
 		}
 	}
 	return s

@@ -24,7 +24,7 @@ var _ = ginkgo.Describe("Deployment Workload and PodGroups", framework.KEP(6276)
 
 			w := theWorkload(ctx, f, d)
 			gomega.Expect(w.Spec.PodGroupTemplates).To(gomega.HaveLen(1))
-			gomega.Expect(minCountOfWorkload(&w)).To(gomega.Equal(int32(3)), "minCount derived from replicas")
+			gomega.Expect(framework.WorkloadMinCount(&w)).To(gomega.Equal(int32(3)), "minCount derived from replicas")
 			gomega.Expect(w.Spec.ControllerRef).To(gomega.HaveValue(gomega.And(
 				gomega.HaveField("APIGroup", "apps"), gomega.HaveField("Kind", "Deployment"), gomega.HaveField("Name", d.Name))))
 			expectOwner(w.OwnerReferences, "apps/v1", "Deployment", d.Name, string(d.UID), true)
@@ -37,7 +37,7 @@ var _ = ginkgo.Describe("Deployment Workload and PodGroups", framework.KEP(6276)
 			gomega.Expect(pgs).To(gomega.HaveLen(1), "exactly one PodGroup")
 			pg := pgs[0]
 			gomega.Expect(pg.Name).To(gomega.Equal(d.Name+"-"+rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]), "PodGroup named <deployment>-<pod-template-hash>")
-			gomega.Expect(minCountOfPodGroup(&pg)).To(gomega.Equal(int32(3)))
+			gomega.Expect(framework.PodGroupMinCount(&pg)).To(gomega.Equal(int32(3)))
 			gomega.Expect(pg.Spec.WorkloadRef).To(gomega.HaveValue(gomega.Equal(schedulingv1beta1.WorkloadReference{
 				WorkloadName: w.Name, TemplateName: w.Spec.PodGroupTemplates[0].Name})))
 			expectOwner(pg.OwnerReferences, "apps/v1", "ReplicaSet", rs.Name, string(rs.UID), true)
@@ -86,10 +86,10 @@ var _ = ginkgo.Describe("Deployment Workload and PodGroups", framework.KEP(6276)
 			gomega.Expect(scale(ctx, f, e, 4)).To(gomega.Succeed())
 			framework.WaitForPodsRunning(ctx, podsOf(f, e), 4)
 			w := theWorkload(ctx, f, e)
-			gomega.Expect(minCountOfWorkload(&w)).To(gomega.Equal(int32(2)))
+			gomega.Expect(framework.WorkloadMinCount(&w)).To(gomega.Equal(int32(2)))
 			for _, pg := range podGroups(ctx, f) {
 				if metav1.IsControlledBy(&pg, &replicaSets(ctx, f, e)[0]) {
-					gomega.Expect(minCountOfPodGroup(&pg)).To(gomega.Equal(int32(2)), "PodGroup %s", pg.Name)
+					gomega.Expect(framework.PodGroupMinCount(&pg)).To(gomega.Equal(int32(2)), "PodGroup %s", pg.Name)
 				}
 			}
 		})

@@ -40,7 +40,7 @@ var _ = ginkgo.Describe("StatefulSets composed by a parent controller", framewor
 			pg := delegatedPodGroup(ctx, f, set, pw.Name)
 			gomega.Expect(pg.Spec.WorkloadRef).To(gomega.HaveValue(gomega.Equal(schedulingv1beta1.WorkloadReference{
 				WorkloadName: pw.Name, TemplateName: "members"})), "the PodGroup must be stamped from the parent's template")
-			gomega.Expect(podGroupMinCount(&pg)).To(gomega.Equal(int32(2)), "minCount comes from the parent's template")
+			gomega.Expect(framework.PodGroupMinCount(&pg)).To(gomega.Equal(int32(2)), "minCount comes from the parent's template")
 			expectOwner(pg.OwnerReferences, "apps/v1", "StatefulSet", set.Name, string(set.UID), true)
 			expectNoOwnerOfKind(pg.OwnerReferences, "Workload")
 			expectPodsInGroup(ctx, f, set, &pg, 2)
@@ -111,7 +111,7 @@ var _ = ginkgo.Describe("StatefulSets composed by a parent controller", framewor
 			gomega.Expect(w.Spec.ControllerRef).To(gomega.HaveValue(gomega.Equal(setRef(set))))
 			expectOwner(w.OwnerReferences, "apps/v1", "StatefulSet", set.Name, string(set.UID), true)
 			gomega.Expect(w.Annotations).To(gomega.HaveKeyWithValue(managedByAnnotation, managedByStatefulSetController))
-			gomega.Expect(templateMinCount(&w)).To(gomega.Equal(int32(3)))
+			gomega.Expect(framework.WorkloadMinCount(&w)).To(gomega.Equal(int32(3)))
 			gomega.Expect(workloadsReferencing(ctx, f, schedulingv1beta1.TypedLocalObjectReference{Kind: "ConfigMap", Name: parent.Name})).To(gomega.BeEmpty(),
 				"no Workload may name the owner: it did not ask for delegation")
 			pg := thePodGroup(ctx, f, &w)

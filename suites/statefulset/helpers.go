@@ -149,21 +149,6 @@ func objectNames[T any, P interface {
 	return out
 }
 
-// templateMinCount and podGroupMinCount read gang.minCount (0 when basic).
-func templateMinCount(w *schedulingv1beta1.Workload) int32 {
-	if len(w.Spec.PodGroupTemplates) == 0 || w.Spec.PodGroupTemplates[0].SchedulingPolicy.Gang == nil {
-		return 0
-	}
-	return w.Spec.PodGroupTemplates[0].SchedulingPolicy.Gang.MinCount
-}
-
-func podGroupMinCount(pg *schedulingv1beta1.PodGroup) int32 {
-	if pg.Spec.SchedulingPolicy.Gang == nil {
-		return 0
-	}
-	return pg.Spec.SchedulingPolicy.Gang.MinCount
-}
-
 // gangState is a gang StatefulSet's scheduling objects, as one value, so a
 // wait can match all of it at once and print all of it when it does not.
 type gangState struct {
@@ -186,11 +171,11 @@ func readGangState(ctx context.Context, f *framework.Framework, set *appsv1.Stat
 	if len(ws) != 1 {
 		return s
 	}
-	s.WorkloadUID, s.WorkloadMinCount = ws[0].UID, templateMinCount(&ws[0])
+	s.WorkloadUID, s.WorkloadMinCount = ws[0].UID, framework.WorkloadMinCount(&ws[0])
 	pgs := podGroupsOf(ctx, f, ws[0].Name)
 	s.PodGroups = len(pgs)
 	if len(pgs) == 1 {
-		s.PodGroupUID, s.PodGroupMinCount = pgs[0].UID, podGroupMinCount(&pgs[0])
+		s.PodGroupUID, s.PodGroupMinCount = pgs[0].UID, framework.PodGroupMinCount(&pgs[0])
 		s.PodGroupTerminating = pgs[0].DeletionTimestamp != nil
 	}
 	return s

@@ -28,7 +28,7 @@ var _ = ginkgo.Describe("StatefulSet gangs on the scheduler", framework.KEP(6277
 			waitForPodsCreated(ctx, f, set, 2)
 			w := theWorkload(ctx, f, set)
 			pg := thePodGroup(ctx, f, &w)
-			gomega.Expect(podGroupMinCount(&pg)).To(gomega.Equal(int32(2)))
+			gomega.Expect(framework.PodGroupMinCount(&pg)).To(gomega.Equal(int32(2)))
 			framework.WaitForPodGroupCondition(ctx, framework.PodGroupConditionInput{
 				ClientSet: f.ClientSet, Namespace: f.Namespace, Name: pg.Name,
 				Type: framework.PodGroupInitiallyScheduled, Status: metav1.ConditionFalse, Reason: "Unschedulable",
