@@ -102,7 +102,6 @@ func (w *Workers) podGroupChanged(obj any) {
 	}
 }
 
-
 // Run processes both queues until ctx ends.
 func (w *Workers) Run(ctx context.Context, workers int) {
 	defer utilruntime.HandleCrash()
