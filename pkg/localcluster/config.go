@@ -80,6 +80,10 @@ type ComponentConfig struct {
 	// sets replaces the harness's value. Use FeatureGates and
 	// Config.RuntimeConfig rather than "feature-gates" or "runtime-config".
 	ExtraArgs map[string]string
+	// RuntimeConfig is merged on top of Config.RuntimeConfig for the
+	// kube-apiserver only (for example "scheduling.k8s.io/v1beta1": "false" to
+	// stop serving an API group version on a live cluster).
+	RuntimeConfig map[string]string
 	// Binary replaces the default binary path (for example another Kubernetes
 	// version for skew tests).
 	Binary string
@@ -87,7 +91,8 @@ type ComponentConfig struct {
 
 // DeepCopy returns an independent copy.
 func (cc ComponentConfig) DeepCopy() ComponentConfig {
-	return ComponentConfig{FeatureGates: maps.Clone(cc.FeatureGates), ExtraArgs: maps.Clone(cc.ExtraArgs), Binary: cc.Binary}
+	return ComponentConfig{FeatureGates: maps.Clone(cc.FeatureGates), ExtraArgs: maps.Clone(cc.ExtraArgs),
+		RuntimeConfig: maps.Clone(cc.RuntimeConfig), Binary: cc.Binary}
 }
 
 // Config is the whole input of a local cluster.
@@ -182,6 +187,9 @@ func (c *Config) Validate() error {
 			if _, ok := cc.ExtraArgs[reserved]; ok {
 				return fmt.Errorf("Config.Components[%q].ExtraArgs[%q]: set FeatureGates / Config.RuntimeConfig instead, so gates merge predictably", name, reserved)
 			}
+		}
+		if len(cc.RuntimeConfig) > 0 && name != APIServer {
+			return fmt.Errorf("Config.Components[%q].RuntimeConfig: only %s takes --runtime-config", name, APIServer)
 		}
 		if len(cc.FeatureGates) > 0 && !name.TakesKubeFeatureGates() {
 			return fmt.Errorf("Config.Components[%q].FeatureGates: %s takes no Kubernetes feature gates", name, name)

@@ -73,6 +73,17 @@ func (c *Config) EffectiveFeatureGates(name Component) map[string]bool {
 	return gates
 }
 
+// EffectiveRuntimeConfig merges the cluster-wide runtime-config with the
+// kube-apiserver's own.
+func (c *Config) EffectiveRuntimeConfig() map[string]string {
+	rc := maps.Clone(c.RuntimeConfig)
+	if rc == nil {
+		rc = map[string]string{}
+	}
+	maps.Copy(rc, c.Components[APIServer].RuntimeConfig)
+	return rc
+}
+
 // componentArgs returns the full command line (without the binary) of a component.
 func (c *Cluster) componentArgs(name Component) []string {
 	p, cfg := c.paths, &c.cfg
@@ -116,7 +127,7 @@ func (c *Cluster) componentArgs(name Component) []string {
 			{"service-cluster-ip-range", "10.96.0.0/16"},
 			{"authorization-mode", "Node,RBAC"},
 			{"allow-privileged", "true"},
-			{"runtime-config", FormatRuntimeConfig(cfg.RuntimeConfig)},
+			{"runtime-config", FormatRuntimeConfig(cfg.EffectiveRuntimeConfig())},
 			// Writes to Workloads and PodGroups are audited with their user, so
 			// benchmarks can attribute every write to the component that made it.
 			{"audit-policy-file", p.auditPolicy},

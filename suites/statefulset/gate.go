@@ -3,7 +3,6 @@ package statefulset
 import (
 	"context"
 	"fmt"
-	"maps"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
@@ -22,23 +21,9 @@ var _ = ginkgo.Describe("StatefulSets with the WorkloadWithStatefulSet gate off"
 		// exactly as upstream.
 		ginkgo.It("creates no Workload or PodGroup when the controller's gate is off, and runs the pods as usual", framework.ID("S-I11"),
 			framework.Serial, framework.Disruptive, func(ctx context.Context) {
-				lc := framework.RequireLocalCluster()
-				var saved map[string]bool
-				ginkgo.By("restarting " + string(localcluster.WASControllerManager) + " with WorkloadWithStatefulSet=false")
-				gomega.Expect(lc.Restart(ctx, localcluster.WASControllerManager, func(cc *localcluster.ComponentConfig) {
-					saved = maps.Clone(cc.FeatureGates)
-					gates := maps.Clone(cc.FeatureGates)
-					if gates == nil {
-						gates = map[string]bool{}
-					}
-					gates[string(framework.WorkloadWithStatefulSet)] = false
-					cc.FeatureGates = gates
-				})).To(gomega.Succeed())
-				ginkgo.DeferCleanup(func(ctx context.Context) {
-					ginkgo.By("restarting " + string(localcluster.WASControllerManager) + " with its gates as before")
-					gomega.Expect(lc.Restart(ctx, localcluster.WASControllerManager, func(cc *localcluster.ComponentConfig) {
-						cc.FeatureGates = saved
-					})).To(gomega.Succeed())
+				framework.Reconfigure(ctx, framework.ReconfigureInput{
+					Cluster: framework.RequireLocalCluster(),
+					Changes: framework.GateOn(framework.WorkloadWithStatefulSet, false, localcluster.WASControllerManager),
 				})
 
 				set := create(ctx, parallel(f, "gate-off", 3, "100m").Obj(), gang())
