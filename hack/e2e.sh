@@ -14,6 +14,8 @@ KUBE_VERSION=${KUBE_VERSION:-v1.37.2}
 E2E_KUBECONFIG=${E2E_KUBECONFIG:-}
 LABEL_FILTER=${LABEL_FILTER:-}
 GINKGO_TIMEOUT=${GINKGO_TIMEOUT:-40m}
+# Where the compiled suite goes; set it to run several suites side by side.
+E2E_BINARY=${E2E_BINARY:-$OUTPUT_DIR/bin/e2e.test}
 export GOFLAGS="${GOFLAGS:-} -buildvcs=false"
 mkdir -p "$ARTIFACTS"
 log() { printf '[e2e %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -32,8 +34,8 @@ else
   log "step 1/4: using the existing cluster of $E2E_KUBECONFIG (no binaries needed)"
 fi
 
-log "step 2/4: compiling the suites into $OUTPUT_DIR/bin/e2e.test"
-go test -c -tags e2e -o "$OUTPUT_DIR/bin/e2e.test" ./suites/e2e
+log "step 2/4: compiling the suites into $E2E_BINARY"
+go test -c -tags e2e -o "$E2E_BINARY" ./suites/e2e
 
 log "step 3/4: running the suites (spec progress below; full log in $ARTIFACTS/e2e.log)"
 args=(
@@ -48,7 +50,7 @@ args=(
 [[ -n $LABEL_FILTER ]] && args+=(--ginkgo.label-filter="$LABEL_FILTER")
 [[ -t 1 ]] || args+=(--ginkgo.no-color) # plain text in CI logs and e2e.log
 rc=0
-"$OUTPUT_DIR/bin/e2e.test" "${args[@]}" "$@" 2>&1 | tee "$ARTIFACTS/e2e.log" || rc=$?
+"$E2E_BINARY" "${args[@]}" "$@" 2>&1 | tee "$ARTIFACTS/e2e.log" || rc=$?
 
 log "step 4/4: test-plan report"
 "$OUTPUT_DIR/bin/testplan-report" --junit "$ARTIFACTS/junit_e2e.xml" --unit-json "$ARTIFACTS/unit.json" --out "$ARTIFACTS/testplan.md" || { [[ $rc -ne 0 ]] || rc=1; }
