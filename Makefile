@@ -6,12 +6,14 @@ SHELL := /usr/bin/env bash
 .DEFAULT_GOAL := help
 
 KUBE_VERSION ?= v1.37.2
+# The previous minor, whose kube-scheduler the version-skew specs run.
+SKEW_KUBE_VERSION ?= v1.36.3
 ARTIFACTS    ?= $(CURDIR)/_artifacts
 OUTPUT_DIR   ?= $(CURDIR)/_output
 CLUSTER_DIR  ?= $(OUTPUT_DIR)/cluster
 # Ginkgo label filter for `make e2e`, e.g. LABEL_FILTER='Harness || KEP-6276'.
 LABEL_FILTER ?=
-export KUBE_VERSION ARTIFACTS OUTPUT_DIR LABEL_FILTER
+export KUBE_VERSION SKEW_KUBE_VERSION ARTIFACTS OUTPUT_DIR LABEL_FILTER
 export GOFLAGS := $(GOFLAGS) -buildvcs=false
 export GOTOOLCHAIN := local
 
@@ -30,8 +32,9 @@ help: ## List targets.
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 .PHONY: binaries
-binaries: ## Build the pinned control-plane binaries (cold ~7 min, cached after).
+binaries: ## Build the pinned control-plane binaries and the skew kube-scheduler (cold ~15 min, cached after).
 	hack/build-binaries.sh
+	KUBE_VERSION=$(SKEW_KUBE_VERSION) KUBE_BINARIES=kube-scheduler hack/build-binaries.sh
 
 .PHONY: tools
 tools: ## Build the harness's own commands into _output/bin.
@@ -50,6 +53,10 @@ test: tools ## go vet and unit tests; go test -json goes to $(ARTIFACTS)/unit.js
 .PHONY: e2e
 e2e: tools ## Build what is missing, start a local cluster (or use KUBECONFIG=), run every suite, report.
 	hack/e2e.sh
+
+.PHONY: e2e-kind
+e2e-kind: tools ## Run the suites on a kind cluster (needs Docker and kind; see hack/e2e-kind.sh).
+	hack/e2e-kind.sh
 
 .PHONY: bench
 bench: tools ## Run the Benchmark specs only; figures in $(ARTIFACTS)/bench_deployment.md.

@@ -16,11 +16,23 @@ type Config struct {
 	OutputDir string
 	// KubeVersion selects the binaries under OutputDir/bin/kube.
 	KubeVersion string
+	// SkewKubeVersion is an older Kubernetes version whose binaries (under
+	// OutputDir/bin/kube) the version-skew specs run next to KubeVersion's.
+	SkewKubeVersion string
 	// Artifacts receives the cluster's logs, failure dumps and reports.
 	Artifacts string
 	// TopologyKey is the node label whose values are the domains topology
 	// specs place gangs into (the local cluster labels racks with it).
 	TopologyKey string
+	// CrashMode is how crash-recovery specs (D-E6, S-I8) make the partial
+	// state a crash leaves: "crashpoint" (the reference controller-manager's
+	// --crash-after) or "seed" (stop the controller, write the partial state,
+	// start it). Against an existing cluster only "seed" can work.
+	CrashMode string
+	// ControllerRestartCommand stops and starts the implementation under test
+	// on an existing cluster, for seed mode: run with `sh -c`, with "stop" or
+	// "start" as $1 and in WAS_CONTROLLER_ACTION; it must return once done.
+	ControllerRestartCommand string
 	// Timeouts bound every wait; TimeoutScale multiplies them all.
 	Timeouts     Timeouts
 	TimeoutScale float64
@@ -79,8 +91,11 @@ func RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&TestContext.Kubeconfig, "kubeconfig", "", "kubeconfig of an existing cluster to test; empty starts a local cluster")
 	fs.StringVar(&TestContext.OutputDir, "output-dir", envOr("WAS_OUTPUT_DIR", "_output"), "directory with the binaries from hack/build-binaries.sh (env WAS_OUTPUT_DIR)")
 	fs.StringVar(&TestContext.KubeVersion, "kube-version", envOr("KUBE_VERSION", "v1.37.2"), "Kubernetes version of the local cluster's binaries (env KUBE_VERSION)")
+	fs.StringVar(&TestContext.SkewKubeVersion, "skew-kube-version", envOr("SKEW_KUBE_VERSION", "v1.36.3"), "older Kubernetes version for the version-skew specs (env SKEW_KUBE_VERSION)")
 	fs.StringVar(&TestContext.Artifacts, "artifacts", envOr("ARTIFACTS", "_artifacts"), "directory for logs, failure dumps and reports (env ARTIFACTS)")
 	fs.StringVar(&TestContext.TopologyKey, "topology-key", "topology.kubernetes.io/rack", "node label used as the topology domain by placement specs")
+	fs.StringVar(&TestContext.CrashMode, "crash-mode", envOr("CRASH_MODE", "crashpoint"), "crash-recovery specs: crashpoint (reference --crash-after) or seed (stop the controller, seed the partial state, start it) (env CRASH_MODE)")
+	fs.StringVar(&TestContext.ControllerRestartCommand, "controller-restart-command", os.Getenv("CONTROLLER_RESTART_COMMAND"), "seed mode on an existing cluster: shell command that stops ($1=stop) or starts ($1=start) the controllers under test (env CONTROLLER_RESTART_COMMAND)")
 	fs.Float64Var(&TestContext.TimeoutScale, "timeout-scale", 1, "multiplier for every timeout of the suite")
 }
 

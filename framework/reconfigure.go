@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
@@ -21,6 +22,9 @@ type ComponentChange struct {
 	Gates         map[string]bool
 	RuntimeConfig map[string]string
 	Binary        string
+	// OmitGates are left out of the component's --feature-gates (a binary of
+	// an older version refuses gates it does not know).
+	OmitGates []string
 }
 
 func (c ComponentChange) String() string {
@@ -33,6 +37,9 @@ func (c ComponentChange) String() string {
 	}
 	if c.Binary != "" {
 		parts = append(parts, "binary "+c.Binary)
+	}
+	if len(c.OmitGates) > 0 {
+		parts = append(parts, "without gates "+strings.Join(c.OmitGates, ","))
 	}
 	return fmt.Sprintf("%s with %s", c.Component, strings.Join(parts, ", "))
 }
@@ -52,9 +59,12 @@ type ReconfigureInput struct {
 // Reconfigure restarts components of the harness's local cluster with new
 // gates, runtime-config or binaries, the way an operator upgrades or downgrades
 // one component at a time, and (unless KeepAfterSpec) restores them when the
-// spec ends. It fails the spec if a restart fails.
-func Reconfigure(ctx context.Context, in ReconfigureInput) {
+// spec ends. It fails the spec if a restart fails. The returned func restores
+// the previous settings at once (for a spec that goes back mid-way); the
+// cleanup then has nothing left to do.
+func Reconfigure(ctx context.Context, in ReconfigureInput) (restore func(context.Context)) {
 	ginkgo.GinkgoHelper()
+	var restores []func(context.Context)
 	for _, change := range in.Changes {
 		var previous localcluster.ComponentConfig
 		ginkgo.By("restarting " + change.String())
@@ -63,17 +73,26 @@ func Reconfigure(ctx context.Context, in ReconfigureInput) {
 			applyChange(cc, change)
 		})
 		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "restarting %s", change)
-		if in.KeepAfterSpec {
-			continue
-		}
 		component := change.Component
-		ginkgo.DeferCleanup(func(ctx context.Context) {
+		restores = append(restores, func(ctx context.Context) {
 			ginkgo.By(fmt.Sprintf("restoring %s to its previous settings", component))
 			gomega.Expect(in.Cluster.Restart(ctx, component, func(cc *localcluster.ComponentConfig) {
 				*cc = previous
 			})).To(gomega.Succeed(), "restoring %s", component)
 		})
 	}
+	var once sync.Once
+	restore = func(ctx context.Context) {
+		once.Do(func() {
+			for i := len(restores) - 1; i >= 0; i-- {
+				restores[i](ctx)
+			}
+		})
+	}
+	if !in.KeepAfterSpec {
+		ginkgo.DeferCleanup(restore)
+	}
+	return restore
 }
 
 func applyChange(cc *localcluster.ComponentConfig, change ComponentChange) {
@@ -92,6 +111,7 @@ func applyChange(cc *localcluster.ComponentConfig, change ComponentChange) {
 	if change.Binary != "" {
 		cc.Binary = change.Binary
 	}
+	cc.OmitFeatureGates = append(cc.OmitFeatureGates, change.OmitGates...)
 }
 
 // GateOn returns ComponentChanges that set gate to on for each component.

@@ -20,7 +20,7 @@ KUBE_VERSION=${KUBE_VERSION:-v1.37.2}
 ETCD_VERSION=${ETCD_VERSION:-v3.7.0}
 KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
 # Versions this script has been run against on this project's machines.
-KNOWN_KUBE_VERSIONS="v1.37.2"
+KNOWN_KUBE_VERSIONS="v1.37.2 v1.36.3"
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUTPUT_DIR=${OUTPUT_DIR:-$ROOT/_output}
 export GOFLAGS="${GOFLAGS:-} -buildvcs=false"
@@ -40,9 +40,11 @@ staging_version="v0.${KUBE_VERSION#v1.}" # v1.37.2 -> v0.37.2
 
 kube_bin_dir=$OUTPUT_DIR/bin/kube/$KUBE_VERSION
 tools_bin_dir=$OUTPUT_DIR/bin/tools
-kube_stamp="kube=$KUBE_VERSION script=$script_hash"
+kube_stamp="kube=$KUBE_VERSION bins=${KUBE_BINARIES:-all} script=$script_hash"
 tools_stamp="etcd=$ETCD_VERSION kwok=$KWOK_VERSION script=$script_hash"
-kube_bins=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+# KUBE_BINARIES limits the build (the version-skew specs need only an older
+# kube-scheduler); the stamp records the list, so a fuller build still runs.
+read -ra kube_bins <<<"${KUBE_BINARIES:-kube-apiserver kube-controller-manager kube-scheduler kubectl}"
 
 up_to_date() { # dir stamp bins...
   local dir=$1 stamp=$2; shift 2
@@ -104,8 +106,10 @@ GO
   for b in "${kube_bins[@]}"; do
     log "building $b $KUBE_VERSION$([[ $b == kube-apiserver ]] && echo ' (about 4 minutes on 2 cores with a cold build cache)')"
     local t0=$SECONDS
-    (cd "$mod" && go build -trimpath -ldflags "$ldflags" -o "$kube_bin_dir/$b" "k8s.io/kubernetes/cmd/$b") ||
+    # Built aside and renamed into place: a running cluster keeps its binary.
+    (cd "$mod" && go build -trimpath -ldflags "$ldflags" -o "$kube_bin_dir/.$b.new" "k8s.io/kubernetes/cmd/$b") ||
       die "building $b at $KUBE_VERSION failed"
+    mv -f "$kube_bin_dir/.$b.new" "$kube_bin_dir/$b"
     log "built $b in $((SECONDS - t0))s"
   done
   echo "$kube_stamp" >"$kube_bin_dir/.stamp"
@@ -154,9 +158,11 @@ GO
     die "resolving etcd $ETCD_VERSION / kwok $KWOK_VERSION failed; known to work: etcd v3.7.0, kwok v0.8.0"
   local t0=$SECONDS
   log "building etcd $ETCD_VERSION"
-  (cd "$mod" && go build -trimpath -ldflags "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=$ETCD_VERSION" -o "$tools_bin_dir/etcd" ./etcd) || die "building etcd failed"
+  (cd "$mod" && go build -trimpath -ldflags "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=$ETCD_VERSION" -o "$tools_bin_dir/.etcd.new" ./etcd) || die "building etcd failed"
+  mv -f "$tools_bin_dir/.etcd.new" "$tools_bin_dir/etcd"
   log "building kwok $KWOK_VERSION"
-  (cd "$mod" && go build -trimpath -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v}" -o "$tools_bin_dir/kwok" sigs.k8s.io/kwok/cmd/kwok) || die "building kwok failed"
+  (cd "$mod" && go build -trimpath -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${KWOK_VERSION#v}" -o "$tools_bin_dir/.kwok.new" sigs.k8s.io/kwok/cmd/kwok) || die "building kwok failed"
+  mv -f "$tools_bin_dir/.kwok.new" "$tools_bin_dir/kwok"
   log "built etcd and kwok in $((SECONDS - t0))s"
   echo "$tools_stamp" >"$tools_bin_dir/.stamp"
 }

@@ -11,6 +11,7 @@ cd "$ROOT"
 ARTIFACTS=${ARTIFACTS:-$ROOT/_artifacts}
 OUTPUT_DIR=${OUTPUT_DIR:-$ROOT/_output}
 KUBE_VERSION=${KUBE_VERSION:-v1.37.2}
+SKEW_KUBE_VERSION=${SKEW_KUBE_VERSION:-v1.36.3}
 E2E_KUBECONFIG=${E2E_KUBECONFIG:-}
 LABEL_FILTER=${LABEL_FILTER:-}
 GINKGO_TIMEOUT=${GINKGO_TIMEOUT:-40m}
@@ -30,6 +31,8 @@ t0=$SECONDS
 if [[ -z $E2E_KUBECONFIG ]]; then
   log "step 1/4: control-plane binaries ($KUBE_VERSION)"
   hack/build-binaries.sh
+  log "step 1/4: the version-skew specs' kube-scheduler ($SKEW_KUBE_VERSION)"
+  KUBE_VERSION=$SKEW_KUBE_VERSION KUBE_BINARIES=kube-scheduler hack/build-binaries.sh
 else
   log "step 1/4: using the existing cluster of $E2E_KUBECONFIG (no binaries needed)"
 fi
@@ -45,6 +48,7 @@ args=(
   --artifacts="$ARTIFACTS"
   --output-dir="$OUTPUT_DIR"
   --kube-version="$KUBE_VERSION"
+  --skew-kube-version="$SKEW_KUBE_VERSION"
 )
 [[ -n $E2E_KUBECONFIG ]] && args+=(--kubeconfig="$E2E_KUBECONFIG")
 [[ -n $LABEL_FILTER ]] && args+=(--ginkgo.label-filter="$LABEL_FILTER")

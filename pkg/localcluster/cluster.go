@@ -97,6 +97,16 @@ rules:
 - level: None
 `
 
+// MetricsURL returns the plain-HTTP /metrics address of a reference
+// implementation component (the Kubernetes components serve metrics over
+// authenticated HTTPS only).
+func (c *Cluster) MetricsURL(name Component) (string, error) {
+	if !name.IsReference() {
+		return "", fmt.Errorf("MetricsURL: %s serves no plain-HTTP metrics; only %s and %s do", name, WASWebhook, WASControllerManager)
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d/metrics", c.ports.of(name)), nil
+}
+
 // LogDir holds every component's log.
 func (c *Cluster) LogDir() string { return c.paths.logs }
 

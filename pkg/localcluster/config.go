@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/workload-aware/apps-harness/pkg/kwoknodes"
@@ -76,6 +77,10 @@ type ComponentConfig struct {
 	// FeatureGates are applied on top of Config.FeatureGates for this component
 	// only (a false value turns a cluster-wide gate off here).
 	FeatureGates map[string]bool
+	// OmitFeatureGates are left out of this component's --feature-gates
+	// altogether: a binary of another Kubernetes version refuses gates it does
+	// not know, whatever their value.
+	OmitFeatureGates []string
 	// ExtraArgs are flags without the leading "--"; a key that the harness also
 	// sets replaces the harness's value. Use FeatureGates and
 	// Config.RuntimeConfig rather than "feature-gates" or "runtime-config".
@@ -92,7 +97,7 @@ type ComponentConfig struct {
 // DeepCopy returns an independent copy.
 func (cc ComponentConfig) DeepCopy() ComponentConfig {
 	return ComponentConfig{FeatureGates: maps.Clone(cc.FeatureGates), ExtraArgs: maps.Clone(cc.ExtraArgs),
-		RuntimeConfig: maps.Clone(cc.RuntimeConfig), Binary: cc.Binary}
+		RuntimeConfig: maps.Clone(cc.RuntimeConfig), Binary: cc.Binary, OmitFeatureGates: slices.Clone(cc.OmitFeatureGates)}
 }
 
 // Config is the whole input of a local cluster.

@@ -70,6 +70,9 @@ func (c *Config) EffectiveFeatureGates(name Component) map[string]bool {
 		maps.Copy(gates, c.Reference.FeatureGates)
 	}
 	maps.Copy(gates, c.Components[name].FeatureGates)
+	for _, g := range c.Components[name].OmitFeatureGates {
+		delete(gates, g)
+	}
 	return gates
 }
 

@@ -113,6 +113,30 @@ func TestExtraArgsReplaceHarnessDefaults(t *testing.T) {
 	}
 }
 
+// A component of another Kubernetes version must not see gates it does not
+// know; the apiserver alone can stop serving a group version.
+func TestPerComponentGateOmissionAndRuntimeConfig(t *testing.T) {
+	c := testCluster(t)
+	c.cfg.Components[Scheduler] = ComponentConfig{OmitFeatureGates: []string{"CompositePodGroup"}, FeatureGates: map[string]bool{"GenericWorkload": false}}
+	c.cfg.Components[APIServer] = ComponentConfig{RuntimeConfig: map[string]string{"scheduling.k8s.io/v1beta1": "false"}}
+	gates := flagValue(c.componentArgs(Scheduler), "feature-gates")
+	if strings.Contains(gates, "CompositePodGroup") || !strings.Contains(gates, "GenericWorkload=false") {
+		t.Errorf("scheduler --feature-gates = %q, want CompositePodGroup omitted and GenericWorkload=false", gates)
+	}
+	if g := flagValue(c.componentArgs(ControllerManager), "feature-gates"); !strings.Contains(g, "CompositePodGroup=true") {
+		t.Errorf("the omission leaked to kube-controller-manager: %q", g)
+	}
+	rc := flagValue(c.componentArgs(APIServer), "runtime-config")
+	if !strings.Contains(rc, "scheduling.k8s.io/v1beta1=false") || !strings.Contains(rc, "resource.k8s.io/v1=true") {
+		t.Errorf("apiserver --runtime-config = %q, want v1beta1=false merged over the defaults", rc)
+	}
+	cfg := DefaultConfig("/out", "v1.37.2", "/tmp/x")
+	cfg.Components[Scheduler] = ComponentConfig{RuntimeConfig: map[string]string{"a/v1": "true"}}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "RuntimeConfig") {
+		t.Errorf("Validate() = %v, want RuntimeConfig on the scheduler rejected", err)
+	}
+}
+
 func TestValidateNamesTheFieldToFix(t *testing.T) {
 	cases := map[string]struct {
 		mutate func(*Config)

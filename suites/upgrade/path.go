@@ -1,0 +1,136 @@
+package upgrade
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/workload-aware/apps-harness/framework"
+	"github.com/workload-aware/apps-harness/framework/builder"
+	"github.com/workload-aware/apps-harness/pkg/localcluster"
+)
+
+// The upgrade -> downgrade -> upgrade path of a KEP gate, scripted the way an
+// operator rolls it: on upgrade the apiserver side (was-webhook) first, then
+// the controller side; on downgrade the controller side first. The cluster
+// starts "downgraded" (gate off on both sides) and ends upgraded; the suite's
+// own settings come back after the spec.
+
+// rollGate turns gate on or off on both sides in rollout order. The first
+// call of a spec registers the restore of the suite's settings; later calls
+// keep their change, so the restore goes back to the start in one step.
+func rollGate(ctx context.Context, lc *localcluster.Cluster, gate framework.FeatureGate, on, first bool) {
+	order := []localcluster.Component{localcluster.WASWebhook, localcluster.WASControllerManager}
+	if !on {
+		order = []localcluster.Component{localcluster.WASControllerManager, localcluster.WASWebhook}
+	}
+	ginkgo.By(fmt.Sprintf("%s: %s=%t on %v", map[bool]string{true: "upgrade", false: "downgrade"}[on], gate, on, order))
+	framework.Reconfigure(ctx, framework.ReconfigureInput{Cluster: lc, KeepAfterSpec: !first, Changes: framework.GateOn(gate, on, order...)})
+}
+
+// deleteUngrouped deletes the pods that name no PodGroup: the KEPs' recovery
+// from the mixed-pod state.
+func deleteUngrouped(ctx context.Context, f *framework.Framework, s appState) {
+	for _, p := range s.ungrouped() {
+		ginkgo.By("recovering from the mixed-pod state: deleting " + p.Name + ", made while the gate was off")
+		gomega.Expect(f.ClientSet.CoreV1().Pods(f.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{})).To(gomega.Succeed())
+	}
+}
+
+var _ = ginkgo.Describe("Upgrade, downgrade and upgrade again", framework.Serial, framework.Disruptive, framework.WithFeatureGate(framework.GenericWorkload), func() {
+	f := framework.New("upgrade-path")
+
+	ginkgo.It("keeps a live gang Deployment through WorkloadWithDeployment upgrade -> downgrade -> upgrade, including the mixed-pod state",
+		framework.ID("D-P4"), framework.KEP(6276), framework.WithFeatureGate(framework.WorkloadWithDeployment), func(ctx context.Context) {
+			lc := framework.RequireLocalCluster()
+			history := framework.RecordWrites(ctx, f.Namespace, framework.WorkloadsResource, framework.PodGroupsResource)
+			rollGate(ctx, lc, framework.WorkloadWithDeployment, false, true)
+
+			ginkgo.By("downgraded: spec.scheduling is rejected; a plain Deployment runs")
+			_, err := framework.Intent.CreateDeployment(ctx,
+				builder.Deployment("too-early", f.Namespace).Replicas(1).Recreate().Request("cpu", "100m").Obj(), gangDeployment())
+			gomega.Expect(err).To(gomega.HaveOccurred(), "spec.scheduling was admitted with the gate off")
+			plain := deploymentApp(createDeployment(ctx, f, "plain", 2, nil))
+			plainBefore := waitForState(ctx, f, plain, "2 ordinary pods", ungroupedOnly(2))
+
+			rollGate(ctx, lc, framework.WorkloadWithDeployment, true, false)
+			gang := deploymentApp(createDeployment(ctx, f, "gang", 3, gangDeployment()))
+			before := waitForState(ctx, f, gang, "a gang of 3", grouped(3, 3))
+			podsUndisturbed(readState(ctx, f, plain), plainBefore)
+
+			rollGate(ctx, lc, framework.WorkloadWithDeployment, false, false)
+			ginkgo.By("downgraded: the gang keeps its pods and objects; scaling it makes a pod outside the group")
+			podsUndisturbed(readState(ctx, f, gang), before)
+			scaleDeployment(ctx, f, gang.Name, 4)
+			mixed := waitForState(ctx, f, gang, "3 grouped pods, 1 ungrouped, objects at minCount 3", gomega.SatisfyAll(
+				gomega.HaveField("Pods", gomega.HaveLen(4)),
+				gomega.WithTransform(func(s appState) int { return len(s.ungrouped()) }, gomega.Equal(1)),
+				gomega.HaveField("Workloads", gomega.ConsistOf(gomega.HaveField("MinCount", int32(3)))),
+				gomega.HaveField("PodGroups", gomega.ConsistOf(gomega.HaveField("MinCount", int32(3))))))
+			sameObjects(mixed, before)
+
+			rollGate(ctx, lc, framework.WorkloadWithDeployment, true, false)
+			ginkgo.By("upgraded again: the same objects, re-synced to minCount 4; the mixed pod is still there")
+			after := waitForState(ctx, f, gang, "minCount 4", gomega.SatisfyAll(
+				gomega.HaveField("Workloads", gomega.ConsistOf(gomega.HaveField("MinCount", int32(4)))),
+				gomega.HaveField("PodGroups", gomega.ConsistOf(gomega.HaveField("MinCount", int32(4))))))
+			sameObjects(after, before)
+			podsUndisturbed(after, mixed)
+			gomega.Expect(after.ungrouped()).To(gomega.HaveLen(1), "the pod made while downgraded has no schedulingGroup: %s", after)
+
+			deleteUngrouped(ctx, f, after)
+			recovered := waitForState(ctx, f, gang, "4 pods, all in the group", grouped(4, 4))
+			sameObjects(recovered, before)
+			podsUndisturbed(readState(ctx, f, plain), plainBefore)
+			expectCreations(history, 1, 1)
+		})
+
+	ginkgo.It("keeps a live gang StatefulSet through WorkloadWithStatefulSet upgrade -> downgrade -> upgrade, including the mixed-pod state",
+		framework.ID("S-P6"), framework.KEP(6277), framework.WithFeatureGate(framework.WorkloadWithStatefulSet), func(ctx context.Context) {
+			lc := framework.RequireLocalCluster()
+			history := framework.RecordWrites(ctx, f.Namespace, framework.WorkloadsResource, framework.PodGroupsResource)
+			rollGate(ctx, lc, framework.WorkloadWithStatefulSet, false, true)
+
+			ginkgo.By("downgraded: spec.scheduling is rejected; a plain StatefulSet runs")
+			_, err := framework.Intent.CreateStatefulSet(ctx,
+				builder.StatefulSet("too-early", f.Namespace).Replicas(1).Parallel().Request("cpu", "100m").Obj(), gangStatefulSet())
+			gomega.Expect(err).To(gomega.HaveOccurred(), "spec.scheduling was admitted with the gate off")
+			plain := statefulSetApp(createStatefulSet(ctx, f, "plain", 2, true, nil))
+			plainBefore := waitForState(ctx, f, plain, "2 ordinary pods", ungroupedOnly(2))
+
+			rollGate(ctx, lc, framework.WorkloadWithStatefulSet, true, false)
+			gang := statefulSetApp(createStatefulSet(ctx, f, "gang", 3, true, gangStatefulSet()))
+			before := waitForState(ctx, f, gang, "a gang of 3", grouped(3, 3))
+			podsUndisturbed(readState(ctx, f, plain), plainBefore)
+
+			rollGate(ctx, lc, framework.WorkloadWithStatefulSet, false, false)
+			ginkgo.By("downgraded: the gang keeps its pods and objects; scaling it makes a pod outside the group")
+			podsUndisturbed(readState(ctx, f, gang), before)
+			scaleStatefulSet(ctx, f, gang.Name, 4)
+			mixed := waitForState(ctx, f, gang, "3 grouped pods, 1 ungrouped, objects at minCount 3", gomega.SatisfyAll(
+				gomega.HaveField("Pods", gomega.HaveLen(4)),
+				gomega.WithTransform(func(s appState) int { return s.bound() }, gomega.Equal(4)),
+				gomega.WithTransform(func(s appState) int { return len(s.ungrouped()) }, gomega.Equal(1)),
+				gomega.HaveField("Workloads", gomega.ConsistOf(gomega.HaveField("MinCount", int32(3)))),
+				gomega.HaveField("PodGroups", gomega.ConsistOf(gomega.HaveField("MinCount", int32(3))))))
+			sameObjects(mixed, before)
+
+			rollGate(ctx, lc, framework.WorkloadWithStatefulSet, true, false)
+			ginkgo.By("upgraded again: the same objects, re-synced to minCount 4; the mixed pod is still there")
+			after := waitForState(ctx, f, gang, "minCount 4", gomega.SatisfyAll(
+				gomega.HaveField("Workloads", gomega.ConsistOf(gomega.HaveField("MinCount", int32(4)))),
+				gomega.HaveField("PodGroups", gomega.ConsistOf(gomega.HaveField("MinCount", int32(4))))))
+			sameObjects(after, before)
+			podsUndisturbed(after, mixed)
+			gomega.Expect(after.ungrouped()).To(gomega.HaveLen(1), "the pod made while downgraded has no schedulingGroup: %s", after)
+
+			deleteUngrouped(ctx, f, after)
+			recovered := waitForState(ctx, f, gang, "4 pods, all in the group", grouped(4, 4))
+			sameObjects(recovered, before)
+			podsUndisturbed(readState(ctx, f, plain), plainBefore)
+			expectCreations(history, 1, 1)
+		})
+})

@@ -1,0 +1,189 @@
+package upgrade
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+
+	"github.com/workload-aware/apps-harness/framework"
+	"github.com/workload-aware/apps-harness/framework/builder"
+	"github.com/workload-aware/apps-harness/pkg/localcluster"
+)
+
+// Version skew as the KEPs describe it: an apiserver that does not serve
+// scheduling.k8s.io, and a scheduler that does not know GenericWorkload
+// (turned off in 1.37, or a real 1.36 kube-scheduler).
+
+const (
+	stsCreationErrors        = "statefulset_workload_creation_errors_total"
+	deploymentCreationErrors = "was_deployment_scheduling_object_creation_errors_total"
+)
+
+// workloadGates are the 1.37 gates of Workload-Aware Scheduling; a scheduler
+// without GenericWorkload must drop its dependents too, or it refuses to start.
+var workloadGates = []string{
+	string(framework.GenericWorkload), string(framework.DRAWorkloadResourceClaims),
+	string(framework.TopologyAwareWorkloadScheduling), "CompositePodGroup",
+}
+
+// served reports whether the apiserver's discovery lists workloads in
+// scheduling.k8s.io/v1beta1.
+func served(f *framework.Framework) bool {
+	list, err := f.ClientSet.Discovery().ServerResourcesForGroupVersion("scheduling.k8s.io/v1beta1")
+	if err != nil {
+		return false
+	}
+	for _, r := range list.APIResources {
+		if r.Name == "workloads" {
+			return true
+		}
+	}
+	return false
+}
+
+func counter(ctx context.Context, url, name string) float64 {
+	v, err := framework.ReadCounter(ctx, url, name)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	return v
+}
+
+// eventReasons lists the reasons of the events about one object.
+func eventReasons(ctx context.Context, f *framework.Framework, kind, name string) ([]string, error) {
+	list, err := f.ClientSet.CoreV1().Events(f.Namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.Set{"involvedObject.kind": kind, "involvedObject.name": name}.String(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range list.Items {
+		out = append(out, e.Reason)
+	}
+	return out, nil
+}
+
+func podCount(ctx context.Context, f *framework.Framework, a app) (int, error) {
+	pods, err := framework.ListPods(ctx, podsOf(f, a))
+	return len(pods), err
+}
+
+var _ = ginkgo.Describe("Version skew", framework.Serial, framework.Disruptive, framework.WithFeatureGate(framework.GenericWorkload), func() {
+	f := framework.New("skew")
+
+	ginkgo.It("retries with backoff while the apiserver does not serve scheduling.k8s.io/v1beta1, creates no gang pods, and converges once it does",
+		framework.ID("D-P5", "S-P7", "S-P9"), framework.KEP(6276), framework.KEP(6277), func(ctx context.Context) {
+			lc := framework.RequireLocalCluster()
+			metricsURL, err := lc.MetricsURL(localcluster.WASControllerManager)
+			gomega.Expect(err).NotTo(gomega.HaveOccurred())
+			restore := framework.Reconfigure(ctx, framework.ReconfigureInput{Cluster: lc, Changes: []framework.ComponentChange{{
+				Component: localcluster.APIServer, RuntimeConfig: map[string]string{"scheduling.k8s.io/v1beta1": "false"},
+			}}})
+			gomega.Eventually(ctx, func() bool { return served(f) }).WithTimeout(f.Timeouts.Namespace).WithPolling(f.Timeouts.Poll).
+				Should(gomega.BeFalse(), "waiting for discovery to stop listing scheduling.k8s.io/v1beta1 workloads")
+			stsErrors := counter(ctx, metricsURL, stsCreationErrors)
+			deployErrors := counter(ctx, metricsURL, deploymentCreationErrors)
+
+			d := deploymentApp(createDeployment(ctx, f, "gang-d", 3, gangDeployment()))
+			s := statefulSetApp(createStatefulSet(ctx, f, "gang-s", 3, true, gangStatefulSet()))
+			plain := statefulSetApp(createStatefulSet(ctx, f, "plain", 2, true, nil))
+
+			ginkgo.By("a StatefulSet without spec.scheduling is unaffected")
+			framework.WaitForPodsRunning(ctx, podsOf(f, plain), 2)
+
+			ginkgo.By("both controllers keep failing and retrying: their creation-error counters rise more than once (S-P9's metric)")
+			gomega.Eventually(ctx, func(ctx context.Context) float64 { return counter(ctx, metricsURL, stsCreationErrors) }).
+				WithTimeout(f.Timeouts.PodsBound).WithPolling(f.Timeouts.Poll).Should(gomega.BeNumerically(">=", stsErrors+2),
+				"waiting for %s to rise by 2 or more (retries)", stsCreationErrors)
+			gomega.Eventually(ctx, func(ctx context.Context) float64 { return counter(ctx, metricsURL, deploymentCreationErrors) }).
+				WithTimeout(f.Timeouts.PodsBound).WithPolling(f.Timeouts.Poll).Should(gomega.BeNumerically(">=", deployErrors+2),
+				"waiting for %s to rise by 2 or more (retries)", deploymentCreationErrors)
+			gomega.Eventually(ctx, func(ctx context.Context) ([]string, error) { return eventReasons(ctx, f, "StatefulSet", s.Name) }).
+				WithTimeout(f.Timeouts.PodsBound).WithPolling(f.Timeouts.Poll).Should(gomega.ContainElement("WorkloadCreationFailed"),
+				"waiting for a WorkloadCreationFailed event on StatefulSet %s (S-P9)", s.Name)
+
+			ginkgo.By("no pod of either gang exists: pods without their PodGroup would bypass the gang")
+			gomega.Consistently(ctx, func(ctx context.Context) (string, error) {
+				nd, err := podCount(ctx, f, d)
+				if err != nil {
+					return "", err
+				}
+				ns, err := podCount(ctx, f, s)
+				return fmt.Sprintf("deployment pods=%d statefulset pods=%d", nd, ns), err
+			}).WithTimeout(f.Timeouts.StaysUnbound).WithPolling(f.Timeouts.Poll).Should(gomega.Equal("deployment pods=0 statefulset pods=0"))
+
+			restore(ctx)
+			gomega.Eventually(ctx, func() bool { return served(f) }).WithTimeout(f.Timeouts.Namespace).WithPolling(f.Timeouts.Poll).
+				Should(gomega.BeTrue(), "waiting for discovery to list scheduling.k8s.io/v1beta1 workloads again")
+
+			ginkgo.By("served again: both gangs converge without anyone touching them")
+			waitForState(ctx, f, d, "a gang of 3", grouped(3, 3))
+			waitForState(ctx, f, s, "a gang of 3", grouped(3, 3))
+			reasons, err := eventReasons(ctx, f, "StatefulSet", s.Name)
+			gomega.Expect(err).NotTo(gomega.HaveOccurred())
+			gomega.Expect(reasons).To(gomega.ContainElements("WorkloadCreated", "PodGroupCreated"), "S-P9's success events")
+		})
+
+	// A working gang scheduler binds none of a gang that does not fit whole;
+	// one without GenericWorkload binds what fits, pod by pod: degraded, but
+	// safe, and the objects are still created for when the scheduler catches up.
+	ginkgo.DescribeTable("places a gang pod by pod when kube-scheduler lacks GenericWorkload", framework.ID("S-P8"), framework.KEP(6277),
+		func(ctx context.Context, skewed bool) {
+			lc := framework.RequireLocalCluster()
+			c := framework.ComponentChange{Component: localcluster.Scheduler, OmitGates: workloadGates}
+			wantLog := ""
+			if skewed {
+				// The older scheduler gets its own defaults: it does not know the
+				// 1.37 gates, and its GenericWorkload (alpha in 1.36) would watch
+				// scheduling.k8s.io/v1alpha2, which a 1.37 apiserver does not serve.
+				version := framework.TestContext.SkewKubeVersion
+				c.Binary = filepath.Join(framework.TestContext.OutputDir, "bin", "kube", version, "kube-scheduler")
+				if _, err := os.Stat(c.Binary); err != nil {
+					ginkgo.Skip(fmt.Sprintf("needs %s: build it with `KUBE_VERSION=%s hack/build-binaries.sh` (make e2e does)", c.Binary, version))
+				}
+				wantLog = version
+			} else {
+				c.Gates = map[string]bool{string(framework.GenericWorkload): false}
+			}
+			fit := framework.MeasureCapacity(ctx, f)
+			if fit.Nodes < 3 {
+				ginkgo.Skip(fmt.Sprintf("needs 3 schedulable nodes, found %d", fit.Nodes))
+			}
+			framework.Reconfigure(ctx, framework.ReconfigureInput{Cluster: lc, Changes: []framework.ComponentChange{c}})
+			if wantLog != "" {
+				log, err := os.ReadFile(lc.LogPath(localcluster.Scheduler))
+				gomega.Expect(err).NotTo(gomega.HaveOccurred())
+				gomega.Expect(string(log)).To(gomega.ContainSubstring(wantLog), "the restarted kube-scheduler is not the skewed version")
+			}
+
+			ginkgo.By(fmt.Sprintf("leaving 2 of %d nodes free for pods of %s CPU", fit.Nodes, fit.OnePerNode.String()))
+			blockers := builder.AppLabel + "=blocker"
+			for i := range fit.Nodes - 2 {
+				p := builder.Pod(fmt.Sprintf("blocker-%d", i), f.Namespace).Label(builder.AppLabel, "blocker").Request(corev1.ResourceCPU, fit.OnePerNode.String()).Obj()
+				_, err := f.ClientSet.CoreV1().Pods(f.Namespace).Create(ctx, p, metav1.CreateOptions{})
+				gomega.Expect(err).NotTo(gomega.HaveOccurred())
+			}
+			framework.WaitForPodsRunning(ctx, framework.PodsInput{ClientSet: f.ClientSet, Namespace: f.Namespace, LabelSelector: blockers}, fit.Nodes-2)
+
+			set := builder.StatefulSet("gang", f.Namespace).Replicas(3).Parallel().Request(corev1.ResourceCPU, fit.OnePerNode.String()).Obj()
+			_, err := framework.Intent.CreateStatefulSet(ctx, set, gangStatefulSet())
+			gomega.Expect(err).NotTo(gomega.HaveOccurred())
+			s := app{Kind: "StatefulSet", Name: "gang"}
+			state := waitForState(ctx, f, s, "its Workload and PodGroup, and 2 of 3 pods bound one by one", gomega.SatisfyAll(
+				gomega.HaveField("Workloads", gomega.HaveLen(1)), gomega.HaveField("PodGroups", gomega.HaveLen(1)),
+				gomega.HaveField("Pods", gomega.HaveLen(3)),
+				gomega.WithTransform(func(s appState) int { return s.grouped() }, gomega.Equal(3)),
+				gomega.WithTransform(func(s appState) int { return s.bound() }, gomega.Equal(2))))
+			ginkgo.GinkgoWriter.Printf("degraded placement: %s\n", state)
+			keepsState(ctx, f, s, "2 bound pods (the third has no room)", gomega.WithTransform(func(s appState) int { return s.bound() }, gomega.Equal(2)))
+		},
+		ginkgo.Entry("1.37 kube-scheduler with GenericWorkload off", false),
+		ginkgo.Entry("real skew: the previous minor's kube-scheduler against this apiserver", true),
+	)
+})
