@@ -35,6 +35,7 @@ import (
 	kubefeatures "k8s.io/kubernetes/pkg/features"
 	"k8s.io/utils/ptr"
 
+	"github.com/workload-aware/apps-harness/controllers/crashpoint"
 	"github.com/workload-aware/apps-harness/controllers/features"
 	"github.com/workload-aware/apps-harness/controllers/intent"
 	"github.com/workload-aware/apps-harness/controllers/objcache"
@@ -156,6 +157,7 @@ func (r *Reconciler) EnsureWorkload(ctx context.Context, d *appsv1.Deployment) (
 		case err == nil:
 			r.workloadWrites.Store(key, created)
 			r.recorder.Eventf(d, corev1.EventTypeNormal, ReasonWorkloadCreated, "Created Workload %s", created.Name)
+			crashpoint.Reached(crashpoint.DeploymentAfterWorkloadCreate, d.Namespace)
 			return created, nil
 		case apierrors.IsAlreadyExists(err):
 			// Our cache is behind; the object is there. Read it once.
@@ -192,6 +194,7 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, d *appsv1.Deployment
 		return nil, err
 	}
 	r.workloadWrites.Store(types.NamespacedName{Namespace: d.Namespace, Name: updated.Name}, updated)
+	crashpoint.Reached(crashpoint.DeploymentBetweenMinCountUpdates, d.Namespace)
 	return updated, nil
 }
 
@@ -296,6 +299,7 @@ func (r *Reconciler) EnsurePodGroup(ctx context.Context, rs *appsv1.ReplicaSet) 
 		r.recorder.Eventf(d, corev1.EventTypeWarning, ReasonFailedPodGroupCreate, "Error creating PodGroup %s: %v", name, err)
 	} else {
 		r.recorder.Eventf(d, corev1.EventTypeNormal, ReasonPodGroupCreated, "Created PodGroup %s for ReplicaSet %s", name, rs.Name)
+		crashpoint.Reached(crashpoint.DeploymentAfterPodGroupCreate, rs.Namespace)
 	}
 	if err != nil {
 		return nil, err

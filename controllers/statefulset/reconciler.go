@@ -38,6 +38,7 @@ import (
 	kubefeatures "k8s.io/kubernetes/pkg/features"
 	"k8s.io/utils/ptr"
 
+	"github.com/workload-aware/apps-harness/controllers/crashpoint"
 	"github.com/workload-aware/apps-harness/controllers/features"
 	"github.com/workload-aware/apps-harness/controllers/intent"
 	"github.com/workload-aware/apps-harness/controllers/objcache"
@@ -273,6 +274,7 @@ func (r *Reconciler) resolvePodGroup(ctx context.Context, set *appsv1.StatefulSe
 		}
 		r.podGroupWrites.Store(types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}, pg)
 		r.recorder.Eventf(set, corev1.EventTypeNormal, ReasonPodGroupCreated, "Created PodGroup %s from template %s of Workload %s", pg.Name, template, w.Name)
+		crashpoint.Reached(crashpoint.StatefulSetAfterPodGroupCreate, set.Namespace)
 		return pg, nil
 	case 1:
 		pg = pgs[0]
@@ -313,6 +315,7 @@ func (r *Reconciler) createWorkload(ctx context.Context, set *appsv1.StatefulSet
 		if err == nil {
 			r.workloadWrites.Store(types.NamespacedName{Namespace: created.Namespace, Name: created.Name}, created)
 			r.recorder.Eventf(set, corev1.EventTypeNormal, ReasonWorkloadCreated, "Created Workload %s", created.Name)
+			crashpoint.Reached(crashpoint.StatefulSetAfterWorkloadCreate, set.Namespace)
 			return created, nil
 		}
 	}
@@ -335,6 +338,7 @@ func (r *Reconciler) syncWorkloadMinCount(ctx context.Context, set *appsv1.State
 		return nil, fmt.Errorf("updating minCount of Workload %s/%s to %d: %w", w.Namespace, w.Name, want, err)
 	}
 	r.workloadWrites.Store(types.NamespacedName{Namespace: updated.Namespace, Name: updated.Name}, updated)
+	crashpoint.Reached(crashpoint.StatefulSetBetweenMinCountUpdates, set.Namespace)
 	return updated, nil
 }
 

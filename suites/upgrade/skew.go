@@ -136,20 +136,24 @@ var _ = ginkgo.Describe("Version skew", framework.Serial, framework.Disruptive, 
 	ginkgo.DescribeTable("places a gang pod by pod when kube-scheduler lacks GenericWorkload", framework.ID("S-P8"), framework.KEP(6277),
 		func(ctx context.Context, skewed bool) {
 			lc := framework.RequireLocalCluster()
-			c := framework.ComponentChange{Component: localcluster.Scheduler, OmitGates: workloadGates}
+			c := framework.ComponentChange{Component: localcluster.Scheduler}
 			wantLog := ""
 			if skewed {
 				// The older scheduler gets its own defaults: it does not know the
 				// 1.37 gates, and its GenericWorkload (alpha in 1.36) would watch
 				// scheduling.k8s.io/v1alpha2, which a 1.37 apiserver does not serve.
 				version := framework.TestContext.SkewKubeVersion
+				c.OmitGates = workloadGates
 				c.Binary = filepath.Join(framework.TestContext.OutputDir, "bin", "kube", version, "kube-scheduler")
 				if _, err := os.Stat(c.Binary); err != nil {
 					ginkgo.Skip(fmt.Sprintf("needs %s: build it with `KUBE_VERSION=%s hack/build-binaries.sh` (make e2e does)", c.Binary, version))
 				}
 				wantLog = version
 			} else {
-				c.Gates = map[string]bool{string(framework.GenericWorkload): false}
+				c.Gates = map[string]bool{}
+				for _, g := range workloadGates {
+					c.Gates[g] = false
+				}
 			}
 			fit := framework.MeasureCapacity(ctx, f)
 			if fit.Nodes < 3 {

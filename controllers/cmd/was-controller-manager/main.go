@@ -49,6 +49,7 @@ import (
 
 	"github.com/workload-aware/apps-harness/controllers/admission"
 	"github.com/workload-aware/apps-harness/controllers/cascade"
+	"github.com/workload-aware/apps-harness/controllers/crashpoint"
 	wasdeployment "github.com/workload-aware/apps-harness/controllers/deployment"
 	"github.com/workload-aware/apps-harness/controllers/features"
 	"github.com/workload-aware/apps-harness/controllers/schedulingapi"
@@ -69,6 +70,7 @@ type options struct {
 	deploymentWorkers  int
 	replicaSetWorkers  int
 	statefulSetWorkers int
+	crashAfter         string
 }
 
 func main() {
@@ -84,6 +86,8 @@ func main() {
 	fs.IntVar(&o.deploymentWorkers, "concurrent-deployment-syncs", 5, "Deployment controller workers")
 	fs.IntVar(&o.replicaSetWorkers, "concurrent-replicaset-syncs", 5, "ReplicaSet controller workers")
 	fs.IntVar(&o.statefulSetWorkers, "concurrent-statefulset-syncs", 5, "StatefulSet controller workers")
+	fs.StringVar(&o.crashAfter, "crash-after", "", fmt.Sprintf("testing only: exit with status %d right after this step, as \"<point>\" or \"<point>@<namespace>\"; points: %v", crashpoint.ExitCode, crashpoint.Known))
+	selfSigned.addFlags(fs) // selfsigned.go: the webhook's certificate without cert-manager (deploy/)
 	utilfeature.DefaultMutableFeatureGate.AddFlag(fs)
 	logs.AddFlags(fs)
 	_ = fs.Parse(os.Args[1:])
@@ -108,6 +112,12 @@ func run(ctx context.Context, o options) error {
 		if !slices.Contains(knownControllers, c) {
 			return fmt.Errorf("--controllers: unknown controller %q; known: %v", c, knownControllers)
 		}
+	}
+	if err := crashpoint.Arm(o.crashAfter); err != nil {
+		return fmt.Errorf("--crash-after: %w", err)
+	}
+	if err := selfSigned.setUp(ctx, &o); err != nil {
+		return err
 	}
 	if o.webhookBindAddress != "" && (o.tlsCertFile == "" || o.tlsKeyFile == "") {
 		return fmt.Errorf("--webhook-bind-address needs --tls-cert-file and --tls-private-key-file")
@@ -244,7 +254,8 @@ func startControllers(ctx context.Context, o options, cfg *rest.Config, root kub
 		})
 		ssc := upstreamstatefulset.NewStatefulSetController(ctx, podInf, setInf, factory.Core().V1().PersistentVolumeClaims(),
 			factory.Apps().V1().ControllerRevisions(), sr.ControllerClient(setClient))
-		runs = append(runs, func() { ssc.Run(ctx, o.statefulSetWorkers) })
+		syncWorker := wasstatefulset.NewSyncWorker(sr, setInf.Informer())
+		runs = append(runs, func() { ssc.Run(ctx, o.statefulSetWorkers) }, func() { syncWorker.Run(ctx, 1) })
 	}
 
 	factory.Start(ctx.Done())

@@ -1,0 +1,121 @@
+package framework
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
+)
+
+func ownedBy(kind, name string, uid types.UID) []metav1.OwnerReference {
+	return []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: kind, Name: name, UID: uid, Controller: ptr.To(true)}}
+}
+
+func workload(name string, owners []metav1.OwnerReference) *schedulingv1beta1.Workload {
+	return &schedulingv1beta1.Workload{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", OwnerReferences: owners}}
+}
+
+func podGroup(name, workload string, owners []metav1.OwnerReference) *schedulingv1beta1.PodGroup {
+	return &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", OwnerReferences: owners},
+		Spec:       schedulingv1beta1.PodGroupSpec{WorkloadRef: &schedulingv1beta1.WorkloadReference{WorkloadName: workload, TemplateName: "t"}},
+	}
+}
+
+// waitFor polls cond for up to 5s: the fake's watch delivers asynchronously.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+// A duplicate that exists only for a moment is still reported: the watcher
+// checks every event, not the final state.
+func TestDuplicateWatcherReportsATransientDuplicateWorkload(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	w, err := startDuplicateWatcher(ctx, cs, "ns", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	wl := cs.SchedulingV1beta1().Workloads("ns")
+	owner := ownedBy("Deployment", "d", "uid-d")
+	if _, err := wl.Create(ctx, workload("d-1", owner), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Another owner's Workload is not a duplicate.
+	if _, err := wl.Create(ctx, workload("e-1", ownedBy("Deployment", "e", "uid-e")), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "two Workloads in the informer", func() bool { l, _ := wl.List(ctx, metav1.ListOptions{}); return len(l.Items) == 2 })
+	if v := w.Violations(); len(v) != 0 {
+		t.Fatalf("violations before any duplicate: %v", v)
+	}
+	if _, err := wl.Create(ctx, workload("d-2", owner), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case v := <-w.Detected():
+		if !strings.Contains(v, "d-1, d-2") || !strings.Contains(v, "uid-d") {
+			t.Errorf("violation %q does not name both Workloads and the owner", v)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the duplicate Workload was not detected")
+	}
+	if err := wl.Delete(ctx, "d-2", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := w.Violations(); len(got) != 1 {
+		t.Errorf("after the duplicate went, Violations = %v; want the one that existed", got)
+	}
+}
+
+func TestDuplicateWatcherPodGroupsPerWorkloadAndOwner(t *testing.T) {
+	ctx := context.Background()
+	cs := fake.NewClientset()
+	w, err := startDuplicateWatcher(ctx, cs, "ns", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	pgs := cs.SchedulingV1beta1().PodGroups("ns")
+	// One PodGroup per ReplicaSet revision of one Workload: fine.
+	for _, pg := range []*schedulingv1beta1.PodGroup{
+		podGroup("d-aaa", "d-1", ownedBy("ReplicaSet", "d-aaa", "uid-rs1")),
+		podGroup("d-bbb", "d-1", ownedBy("ReplicaSet", "d-bbb", "uid-rs2")),
+	} {
+		if _, err := pgs.Create(ctx, pg, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A terminating PodGroup and its replacement may overlap.
+	terminating := podGroup("s-old", "s-1", ownedBy("StatefulSet", "s", "uid-s"))
+	terminating.DeletionTimestamp = ptr.To(metav1.Now())
+	terminating.Finalizers = []string{"scheduling.k8s.io/podgroup-protection"}
+	if _, err := pgs.Create(ctx, terminating, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pgs.Create(ctx, podGroup("s-new", "s-1", ownedBy("StatefulSet", "s", "uid-s")), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Now a real duplicate: a second live PodGroup for the first ReplicaSet.
+	if _, err := pgs.Create(ctx, podGroup("d-aaa-2", "d-1", ownedBy("ReplicaSet", "d-aaa", "uid-rs1")), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the duplicate PodGroup to be reported", func() bool { return len(w.Violations()) > 0 })
+	got := w.Violations()
+	if len(got) != 1 || !strings.Contains(got[0], "d-aaa, d-aaa-2") {
+		t.Errorf("Violations = %v; want exactly the two PodGroups of ReplicaSet d-aaa", got)
+	}
+}

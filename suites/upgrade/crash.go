@@ -1,0 +1,521 @@
+package upgrade
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"reflect"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/kubernetes/pkg/controller"
+	"k8s.io/utils/ptr"
+
+	"github.com/workload-aware/apps-harness/controllers/crashpoint"
+	wasdeployment "github.com/workload-aware/apps-harness/controllers/deployment"
+	wasstatefulset "github.com/workload-aware/apps-harness/controllers/statefulset"
+	"github.com/workload-aware/apps-harness/framework"
+	"github.com/workload-aware/apps-harness/framework/builder"
+	"github.com/workload-aware/apps-harness/pkg/localcluster"
+)
+
+// Crash recovery (D-E6, S-I8, S-U12's end-to-end twin, S-I5 by crash): for
+// every crash point of the reference controller-manager the controller dies
+// right after one step of the workflow, is started again, and must converge
+// to exactly one Workload, one PodGroup per ReplicaSet / StatefulSet, every
+// pod running in it, no pod lost, and no duplicate at ANY moment (a watcher
+// checks every Workload/PodGroup event from before the app exists).
+//
+// Two ways to reach the partial state (--crash-mode):
+//   - crashpoint: restart was-controller-manager with --crash-after=<point>@<ns>;
+//     it exits with crashpoint.ExitCode right after that step's write.
+//   - seed: stop the controllers, write the partial state the crash would
+//     leave (with the reference's own naming and compile helpers), start them.
+//     On the harness's cluster "stop" restarts the binary with --controllers=
+//     (none); on an existing cluster --controller-restart-command does it.
+//
+// Both start from the same partial state, asserted exactly before recovery.
+
+// crashCase is one crash point and the app it is exercised with.
+type crashCase struct {
+	Point crashpoint.Point
+	Kind  string // "Deployment" or "StatefulSet"
+	// Scale: the app first runs at crashFrom replicas, then is scaled to
+	// crashTo (the minCount points); otherwise it is created at crashTo.
+	Scale bool
+	// Partial is the exact state after the crash, before recovery.
+	Partial crashShape
+}
+
+const crashFrom, crashTo = 3, 5
+
+// crashShape is what the specs count: equal shapes are equal states.
+type crashShape struct {
+	Workloads, ReplicaSets, PodGroups, Pods, Running int
+	WorkloadMinCount, PodGroupMinCount               int32
+}
+
+var _ = ginkgo.Describe("Controller crash recovery", framework.Serial, framework.Disruptive,
+	framework.WithFeatureGate(framework.GenericWorkload), func() {
+		f := framework.New("crash")
+
+		ginkgo.DescribeTable("a Deployment converges without duplicates after a crash",
+			func(ctx context.Context, c crashCase) { runCrashCase(ctx, f, c) },
+			ginkgo.Entry("after the Workload is created and before the ReplicaSet", framework.ID("D-E6"), framework.KEP(6276),
+				framework.WithFeatureGate(framework.WorkloadWithDeployment), crashCase{
+					Point: crashpoint.DeploymentAfterWorkloadCreate, Kind: "Deployment",
+					Partial: crashShape{Workloads: 1, WorkloadMinCount: crashTo},
+				}),
+			ginkgo.Entry("after the PodGroup is created and before the pods", framework.ID("D-E6"), framework.KEP(6276),
+				framework.WithFeatureGate(framework.WorkloadWithDeployment), crashCase{
+					Point: crashpoint.DeploymentAfterPodGroupCreate, Kind: "Deployment",
+					Partial: crashShape{Workloads: 1, ReplicaSets: 1, PodGroups: 1, WorkloadMinCount: crashTo, PodGroupMinCount: crashTo},
+				}),
+			ginkgo.Entry("between the Workload and the PodGroup minCount updates of a scale-up", framework.ID("D-E6"), framework.KEP(6276),
+				framework.WithFeatureGate(framework.WorkloadWithDeployment), crashCase{
+					Point: crashpoint.DeploymentBetweenMinCountUpdates, Kind: "Deployment", Scale: true,
+					Partial: crashShape{Workloads: 1, ReplicaSets: 1, PodGroups: 1, Pods: crashFrom, Running: crashFrom, WorkloadMinCount: crashTo, PodGroupMinCount: crashFrom},
+				}),
+		)
+
+		ginkgo.DescribeTable("a StatefulSet converges without duplicates after a crash",
+			func(ctx context.Context, c crashCase) { runCrashCase(ctx, f, c) },
+			ginkgo.Entry("between Workload and PodGroup creation: only the missing PodGroup is created (S-U12's e2e twin)",
+				framework.ID("S-I8", "S-U12"), framework.KEP(6277), framework.WithFeatureGate(framework.WorkloadWithStatefulSet), crashCase{
+					Point: crashpoint.StatefulSetAfterWorkloadCreate, Kind: "StatefulSet",
+					Partial: crashShape{Workloads: 1, WorkloadMinCount: crashTo},
+				}),
+			ginkgo.Entry("after the PodGroup is created and before the pods", framework.ID("S-I8"), framework.KEP(6277),
+				framework.WithFeatureGate(framework.WorkloadWithStatefulSet), crashCase{
+					Point: crashpoint.StatefulSetAfterPodGroupCreate, Kind: "StatefulSet",
+					Partial: crashShape{Workloads: 1, PodGroups: 1, WorkloadMinCount: crashTo, PodGroupMinCount: crashTo},
+				}),
+			ginkgo.Entry("between the Workload and the PodGroup minCount updates of a scale-up", framework.ID("S-I5"), framework.KEP(6277),
+				framework.WithFeatureGate(framework.WorkloadWithStatefulSet), crashCase{
+					Point: crashpoint.StatefulSetBetweenMinCountUpdates, Kind: "StatefulSet", Scale: true,
+					Partial: crashShape{Workloads: 1, PodGroups: 1, Pods: crashFrom, Running: crashFrom, WorkloadMinCount: crashTo, PodGroupMinCount: crashFrom},
+				}),
+		)
+	})
+
+func runCrashCase(ctx context.Context, f *framework.Framework, c crashCase) {
+	ctl := crashControllerFor(c, f.Namespace)
+	dups := framework.WatchForDuplicates(ctx, f.ClientSet, f.Namespace)
+	app := &crashApp{f: f, kind: c.Kind, name: "crash"}
+
+	var before crashState
+	if c.Scale {
+		ginkgo.By(fmt.Sprintf("running the gang %s at %d replicas", c.Kind, crashFrom))
+		app.create(ctx, crashFrom)
+		before = app.waitConverged(ctx, crashFrom)
+	}
+	act := func() {
+		if c.Scale {
+			ginkgo.By(fmt.Sprintf("scaling to %d", crashTo))
+			app.scale(ctx, crashTo)
+		} else {
+			ginkgo.By(fmt.Sprintf("creating the gang %s with %d replicas", c.Kind, crashTo))
+			app.create(ctx, crashTo)
+		}
+	}
+	if ctl.seed {
+		ginkgo.By("stopping the controllers and seeding the state a crash at " + string(c.Point) + " leaves")
+		ctl.interrupt(ctx)
+		act()
+		app.seed(ctx, c.Point)
+	} else {
+		ginkgo.By("arming crash point " + string(c.Point))
+		ctl.interrupt(ctx) // restarts the controller-manager armed
+		act()
+		ctl.waitCrash(ctx, c.Point)
+	}
+
+	partial := app.read(ctx)
+	logCrash("partial state after %s: %s", c.Point, partial)
+	gomega.Expect(partial.shape()).To(gomega.Equal(c.Partial), "the state left at %s: %s", c.Point, partial)
+	if c.Scale {
+		gomega.Expect(partial.podUIDs()).To(gomega.Equal(before.podUIDs()), "pods changed before the crash: %s", partial)
+	}
+	dups.ExpectNone()
+
+	ginkgo.By("starting the controllers without a crash point")
+	ctl.resume(ctx)
+	after := app.waitConverged(ctx, crashTo)
+	logCrash("converged: %s", after)
+
+	ginkgo.By("the partial state's objects were completed, not replaced; no pod was lost")
+	gomega.Expect(after.Workloads[0].UID).To(gomega.Equal(partial.Workloads[0].UID), "the Workload was recreated: partial %s, now %s", partial, after)
+	if len(partial.PodGroups) == 1 {
+		gomega.Expect(after.PodGroups[0].UID).To(gomega.Equal(partial.PodGroups[0].UID), "the PodGroup was recreated: partial %s, now %s", partial, after)
+	}
+	for name, uid := range partial.podUIDs() {
+		gomega.Expect(after.podUIDs()).To(gomega.HaveKeyWithValue(name, uid), "pod %s that ran before the crash was lost or recreated: %s", name, after)
+	}
+	dups.ExpectNone()
+}
+
+// --- the controller under test: armed, stopped, started ---
+
+// crashController makes the partial state and then lets recovery start.
+type crashController struct {
+	seed      bool
+	interrupt func(ctx context.Context) // arm (crashpoint) or stop (seed)
+	resume    func(ctx context.Context)
+	lc        *localcluster.Cluster
+	armedPID  int
+}
+
+// crashControllerFor picks the mode, or skips saying why neither works.
+func crashControllerFor(c crashCase, namespace string) *crashController {
+	mode := framework.TestContext.CrashMode
+	if mode != "crashpoint" && mode != "seed" {
+		ginkgo.Fail(fmt.Sprintf("--crash-mode=%q: want crashpoint or seed", mode))
+	}
+	lc := framework.LocalCluster
+	if lc == nil {
+		cmd := framework.TestContext.ControllerRestartCommand
+		if cmd == "" {
+			ginkgo.Skip("crash recovery on an existing cluster needs --controller-restart-command (a shell command that stops ($1=stop) and starts ($1=start) the controllers under test); crash points exist only in the harness's local cluster")
+		}
+		return vendorController(cmd)
+	}
+	if !slices.Contains(lc.RunningComponents(), localcluster.WASControllerManager) {
+		ginkgo.Skip("the local cluster runs without the reference implementation (was-controller-manager): nothing to crash")
+	}
+	orig := lc.Config().Components[localcluster.WASControllerManager].DeepCopy()
+	restart := func(ctx context.Context, what string, mutate func(*localcluster.ComponentConfig)) {
+		gomega.Expect(lc.Restart(ctx, localcluster.WASControllerManager, func(cc *localcluster.ComponentConfig) {
+			*cc = orig.DeepCopy()
+			if mutate != nil {
+				mutate(cc)
+			}
+		})).To(gomega.Succeed(), "restarting was-controller-manager %s", what)
+	}
+	// Whatever happens in the spec, the next spec gets the controller as the
+	// suite configured it (runs before the namespace is deleted: LIFO).
+	ginkgo.DeferCleanup(func(ctx context.Context) {
+		now := lc.Config().Components[localcluster.WASControllerManager]
+		pid := lc.PIDs()[localcluster.WASControllerManager]
+		if reflect.DeepEqual(now, orig) && pid != 0 && syscall.Kill(pid, 0) == nil {
+			return
+		}
+		restart(ctx, "with its original flags", nil)
+	})
+	ctl := &crashController{lc: lc, resume: func(ctx context.Context) { restart(ctx, "with its original flags", nil) }}
+	if mode == "seed" {
+		ctl.seed = true
+		// --controllers= runs no controller: the process stays up and healthy, idle.
+		ctl.interrupt = func(ctx context.Context) {
+			restart(ctx, "without controllers", func(cc *localcluster.ComponentConfig) { setArg(cc, "controllers", "") })
+		}
+		return ctl
+	}
+	ctl.interrupt = func(ctx context.Context) {
+		// Scoped to the spec's namespace: no other object can trigger it.
+		restart(ctx, "armed", func(cc *localcluster.ComponentConfig) {
+			setArg(cc, "crash-after", string(c.Point)+"@"+namespace)
+		})
+		ctl.armedPID = lc.PIDs()[localcluster.WASControllerManager]
+	}
+	return ctl
+}
+
+func logCrash(format string, args ...any) {
+	ginkgo.GinkgoWriter.Printf(format+"\n", args...)
+}
+
+func setArg(cc *localcluster.ComponentConfig, key, value string) {
+	if cc.ExtraArgs == nil {
+		cc.ExtraArgs = map[string]string{}
+	}
+	cc.ExtraArgs[key] = value
+}
+
+// vendorController drives an implementation on an existing cluster through
+// the user's command; it always starts it again after the spec.
+func vendorController(cmd string) *crashController {
+	run := func(ctx context.Context, action string) {
+		c := exec.CommandContext(ctx, "sh", "-c", cmd, "sh", action)
+		c.Env = append(os.Environ(), "WAS_CONTROLLER_ACTION="+action)
+		out, err := c.CombinedOutput()
+		logCrash("controller %s (%s): %s", action, cmd, out)
+		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "--controller-restart-command %s failed: %s", action, out)
+	}
+	stopped := false
+	ginkgo.DeferCleanup(func(ctx context.Context) {
+		if stopped {
+			run(ctx, "start")
+		}
+	})
+	return &crashController{
+		seed:      true,
+		interrupt: func(ctx context.Context) { run(ctx, "stop"); stopped = true },
+		resume:    func(ctx context.Context) { run(ctx, "start"); stopped = false },
+	}
+}
+
+// waitCrash waits until the armed process logged the point and exited.
+func (c *crashController) waitCrash(ctx context.Context, point crashpoint.Point) {
+	marker := crashpoint.LogPrefix + string(point)
+	gomega.Eventually(ctx, func() string {
+		data, _ := os.ReadFile(c.lc.LogPath(localcluster.WASControllerManager))
+		run := string(data)
+		if i := strings.LastIndex(run, "\n=== "); i >= 0 {
+			run = run[i:] // the armed run only (the log holds every start)
+		}
+		alive := syscall.Kill(c.armedPID, 0) == nil
+		return fmt.Sprintf("logged %q: %t, pid %d alive: %t", marker, strings.Contains(run, marker), c.armedPID, alive)
+	}).WithTimeout(framework.TestContext.Timeouts.PodsBound).WithPolling(framework.TestContext.Timeouts.Poll).Should(
+		gomega.Equal(fmt.Sprintf("logged %q: true, pid %d alive: false", marker, c.armedPID)),
+		"waiting for was-controller-manager to crash at %s", point)
+}
+
+// --- the app: a gang Deployment or StatefulSet ---
+
+type crashApp struct {
+	f          *framework.Framework
+	kind, name string
+	uid        types.UID
+	deployment *appsv1.Deployment
+	set        *appsv1.StatefulSet
+}
+
+func crashGang() *framework.DeploymentScheduling {
+	return &framework.DeploymentScheduling{SchedulingPolicy: &schedulingv1alpha3.WorkloadPodGroupSchedulingPolicy{
+		Gang: &schedulingv1alpha3.WorkloadPodGroupGangSchedulingPolicy{},
+	}}
+}
+
+func (a *crashApp) create(ctx context.Context, replicas int32) {
+	var err error
+	if a.kind == "Deployment" {
+		d := builder.Deployment(a.name, a.f.Namespace).Replicas(replicas).Recreate().Request(corev1.ResourceCPU, "100m").Obj()
+		a.deployment, err = framework.Intent.CreateDeployment(ctx, d, crashGang())
+		if err == nil {
+			a.uid = a.deployment.UID
+		}
+	} else {
+		s := builder.StatefulSet(a.name, a.f.Namespace).Replicas(replicas).Parallel().Request(corev1.ResourceCPU, "100m").Obj()
+		a.set, err = framework.Intent.CreateStatefulSet(ctx, s, crashGang())
+		if err == nil {
+			a.uid = a.set.UID
+		}
+	}
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "creating %s %s", a.kind, a.name)
+}
+
+func (a *crashApp) scale(ctx context.Context, replicas int32) {
+	var err error
+	if a.kind == "Deployment" {
+		a.deployment, err = framework.Intent.UpdateDeployment(ctx, a.f.Namespace, a.name, func(d *appsv1.Deployment, _ **framework.DeploymentScheduling) {
+			d.Spec.Replicas = ptr.To(replicas)
+		})
+	} else {
+		a.set, err = framework.Intent.UpdateStatefulSet(ctx, a.f.Namespace, a.name, func(s *appsv1.StatefulSet, _ **framework.StatefulSetScheduling) {
+			s.Spec.Replicas = ptr.To(replicas)
+		})
+	}
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "scaling %s %s to %d", a.kind, a.name, replicas)
+}
+
+// seed writes, with the cluster admin's client, what the controller would
+// have written up to point (the app's own write, create or scale, is done).
+func (a *crashApp) seed(ctx context.Context, point crashpoint.Point) {
+	cs, ns := a.f.ClientSet, a.f.Namespace
+	sched := cs.SchedulingV1beta1()
+	must := func(err error, what string) {
+		gomega.ExpectWithOffset(1, err).NotTo(gomega.HaveOccurred(), "seeding %s", what)
+	}
+	switch point {
+	case crashpoint.DeploymentBetweenMinCountUpdates, crashpoint.StatefulSetBetweenMinCountUpdates:
+		// The Workload template already has the new minCount; nothing else moved.
+		s := a.read(ctx)
+		gomega.Expect(s.Workloads).To(gomega.HaveLen(1), "the running app's Workload: %s", s)
+		w, err := sched.Workloads(ns).Get(ctx, s.Workloads[0].Name, metav1.GetOptions{})
+		must(err, "reading the Workload")
+		w.Spec.PodGroupTemplates[0].SchedulingPolicy.Gang.MinCount = crashTo
+		_, err = sched.Workloads(ns).Update(ctx, w, metav1.UpdateOptions{})
+		must(err, "the Workload's new minCount")
+
+	case crashpoint.DeploymentAfterWorkloadCreate, crashpoint.DeploymentAfterPodGroupCreate:
+		desired, err := wasdeployment.BuildWorkload(a.deployment, crashGang())
+		must(err, "compiling the Workload")
+		w, err := sched.Workloads(ns).Create(ctx, desired, metav1.CreateOptions{})
+		must(err, "the Workload")
+		if point == crashpoint.DeploymentAfterWorkloadCreate {
+			return
+		}
+		// The ReplicaSet as the Deployment controller names and shapes it, so
+		// that controller adopts it as its new ReplicaSet.
+		d := a.deployment
+		hash := controller.ComputeHash(&d.Spec.Template, d.Status.CollisionCount)
+		tmpl := d.Spec.Template.DeepCopy()
+		tmpl.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = hash
+		sel := d.Spec.Selector.DeepCopy()
+		sel.MatchLabels[appsv1.DefaultDeploymentUniqueLabelKey] = hash
+		rs := &appsv1.ReplicaSet{
+			ObjectMeta: metav1.ObjectMeta{Name: d.Name + "-" + hash, Namespace: ns, Labels: tmpl.Labels,
+				Annotations:     map[string]string{"deployment.kubernetes.io/revision": "1"},
+				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))}},
+			Spec: appsv1.ReplicaSetSpec{Replicas: d.Spec.Replicas, Selector: sel, Template: *tmpl},
+		}
+		rs, err = cs.AppsV1().ReplicaSets(ns).Create(ctx, rs, metav1.CreateOptions{})
+		must(err, "the ReplicaSet")
+		pg, err := wasdeployment.BuildPodGroup(w, rs, wasdeployment.PodGroupName(d.Name, hash), false)
+		must(err, "compiling the PodGroup")
+		_, err = sched.PodGroups(ns).Create(ctx, pg, metav1.CreateOptions{})
+		must(err, "the PodGroup")
+
+	case crashpoint.StatefulSetAfterWorkloadCreate, crashpoint.StatefulSetAfterPodGroupCreate:
+		desired, err := wasstatefulset.BuildWorkload(a.set, crashGang())
+		must(err, "compiling the Workload")
+		w, err := sched.Workloads(ns).Create(ctx, desired, metav1.CreateOptions{})
+		must(err, "the Workload")
+		if point == crashpoint.StatefulSetAfterWorkloadCreate {
+			return
+		}
+		pg, err := wasstatefulset.BuildPodGroup(a.set, w, w.Spec.PodGroupTemplates[0].Name, true, false)
+		must(err, "compiling the PodGroup")
+		_, err = sched.PodGroups(ns).Create(ctx, pg, metav1.CreateOptions{})
+		must(err, "the PodGroup")
+
+	default:
+		ginkgo.Fail("no seed for crash point " + string(point))
+	}
+}
+
+// --- reading the state ---
+
+type crashObject struct {
+	Name     string
+	UID      types.UID
+	MinCount int32
+}
+
+type crashPod struct {
+	Name  string
+	UID   types.UID
+	Phase corev1.PodPhase
+	Group string
+}
+
+// crashState is the app's Workloads (by controller ownerReference or
+// spec.controllerRef), ReplicaSets, live PodGroups of those Workloads, and
+// live pods.
+type crashState struct {
+	Workloads   []crashObject
+	ReplicaSets []string
+	PodGroups   []crashObject
+	Pods        []crashPod
+}
+
+func (s crashState) String() string {
+	return fmt.Sprintf("workloads %v, replicasets %v, podgroups %v, pods %v", s.Workloads, s.ReplicaSets, s.PodGroups, s.Pods)
+}
+
+func (s crashState) shape() crashShape {
+	out := crashShape{Workloads: len(s.Workloads), ReplicaSets: len(s.ReplicaSets), PodGroups: len(s.PodGroups), Pods: len(s.Pods)}
+	for _, p := range s.Pods {
+		if p.Phase == corev1.PodRunning {
+			out.Running++
+		}
+	}
+	if len(s.Workloads) == 1 {
+		out.WorkloadMinCount = s.Workloads[0].MinCount
+	}
+	if len(s.PodGroups) == 1 {
+		out.PodGroupMinCount = s.PodGroups[0].MinCount
+	}
+	return out
+}
+
+func (s crashState) podUIDs() map[string]types.UID {
+	out := map[string]types.UID{}
+	for _, p := range s.Pods {
+		out[p.Name] = p.UID
+	}
+	return out
+}
+
+func (a *crashApp) read(ctx context.Context) crashState {
+	cs, ns := a.f.ClientSet, a.f.Namespace
+	s := crashState{Workloads: []crashObject{}, PodGroups: []crashObject{}, Pods: []crashPod{}}
+	ws, err := cs.SchedulingV1beta1().Workloads(ns).List(ctx, metav1.ListOptions{})
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "listing Workloads")
+	mine := map[string]bool{}
+	for i := range ws.Items {
+		w := &ws.Items[i]
+		ref := w.Spec.ControllerRef
+		byRef := ref != nil && ref.APIGroup == appsv1.GroupName && ref.Kind == a.kind && ref.Name == a.name
+		if (a.uid != "" && metav1.IsControlledBy(w, &metav1.ObjectMeta{UID: a.uid})) || byRef {
+			s.Workloads = append(s.Workloads, crashObject{w.Name, w.UID, framework.WorkloadMinCount(w)})
+			mine[w.Name] = true
+		}
+	}
+	if a.kind == "Deployment" {
+		rss, err := cs.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
+		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "listing ReplicaSets")
+		for i := range rss.Items {
+			if metav1.IsControlledBy(&rss.Items[i], &metav1.ObjectMeta{UID: a.uid}) {
+				s.ReplicaSets = append(s.ReplicaSets, rss.Items[i].Name)
+			}
+		}
+	}
+	pgs, err := cs.SchedulingV1beta1().PodGroups(ns).List(ctx, metav1.ListOptions{})
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "listing PodGroups")
+	for i := range pgs.Items {
+		pg := &pgs.Items[i]
+		if pg.DeletionTimestamp == nil && pg.Spec.WorkloadRef != nil && mine[pg.Spec.WorkloadRef.WorkloadName] {
+			s.PodGroups = append(s.PodGroups, crashObject{pg.Name, pg.UID, framework.PodGroupMinCount(pg)})
+		}
+	}
+	pods, err := framework.ListPods(ctx, framework.PodsInput{ClientSet: cs, Namespace: ns, LabelSelector: builder.AppLabel + "=" + a.name})
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "listing pods")
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		group := ""
+		if g := p.Spec.SchedulingGroup; g != nil {
+			group = ptr.Deref(g.PodGroupName, "")
+		}
+		s.Pods = append(s.Pods, crashPod{p.Name, p.UID, p.Status.Phase, group})
+	}
+	return s
+}
+
+// waitConverged waits for one Workload and one PodGroup at minCount n (and,
+// for a Deployment, one ReplicaSet), and n pods Running in that PodGroup.
+func (a *crashApp) waitConverged(ctx context.Context, n int32) crashState {
+	var s crashState
+	rs := 0
+	if a.kind == "Deployment" {
+		rs = 1
+	}
+	want := crashShape{Workloads: 1, ReplicaSets: rs, PodGroups: 1, Pods: int(n), Running: int(n), WorkloadMinCount: n, PodGroupMinCount: n}
+	gomega.EventuallyWithOffset(1, ctx, func(ctx context.Context) error {
+		s = a.read(ctx)
+		if got := s.shape(); got != want {
+			return fmt.Errorf("shape %+v, want %+v: %s", got, want, s)
+		}
+		var errs []error
+		for _, p := range s.Pods {
+			if p.Group != s.PodGroups[0].Name {
+				errs = append(errs, fmt.Errorf("pod %s names PodGroup %q, want %s", p.Name, p.Group, s.PodGroups[0].Name))
+			}
+		}
+		return errors.Join(errs...)
+	}).WithTimeout(framework.TestContext.Timeouts.PodsBound).WithPolling(framework.TestContext.Timeouts.Poll).Should(gomega.Succeed(),
+		"waiting for %s %s to converge to one Workload and one PodGroup at minCount %d with %d pods running in it", a.kind, a.name, n, n)
+	return s
+}
