@@ -5,6 +5,8 @@
 //	                           [--zones N] [--racks-per-zone N] [--nodes-per-rack N]
 //	was-harness cluster down   [--dir D]
 //	was-harness cluster status [--dir D]
+//	was-harness cluster restart [--dir D] --component C [--feature-gates A=false] [--runtime-config g/v=false]
+//	                           [--omit-feature-gates A,B] [--binary PATH] [--reset]
 //	was-harness test-summary FILE   (a `go test -json` stream: failures, then "N passed, N failed, N skipped")
 package main
 
@@ -12,8 +14,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -30,7 +34,7 @@ func main() {
 }
 
 func usage() error {
-	return fmt.Errorf("usage: was-harness cluster up|down|status [flags] | test-summary FILE")
+	return fmt.Errorf("usage: was-harness cluster up|down|status|restart [flags] | test-summary FILE")
 }
 
 func run(args []string) error {
@@ -62,10 +66,17 @@ func clusterCmd(verb string, args []string) error {
 	racks := fs.Int("racks-per-zone", 0, "racks per zone (0: default)")
 	nodes := fs.Int("nodes-per-rack", 0, "nodes per rack (0: default)")
 	timeout := fs.Duration("timeout", 60*time.Second, "readiness timeout of each component and of the nodes")
+	component := fs.String("component", "", "restart: the component to restart ("+componentNames()+")")
+	runtimeConfig := fs.String("runtime-config", "", "restart: kube-apiserver runtime-config entries merged over the cluster's, e.g. scheduling.k8s.io/v1beta1=false")
+	omitGates := fs.String("omit-feature-gates", "", "restart: gates left out of the component's --feature-gates (for an older binary), comma-separated")
+	binary := fs.String("binary", "", "restart: run this binary instead (another Kubernetes version)")
+	reset := fs.Bool("reset", false, "restart: drop the component's earlier overrides first, back to the cluster's settings")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	switch verb {
+	case "restart":
+		return restartCmd(*dir, *component, *gates, *runtimeConfig, *omitGates, *binary, *reset)
 	case "down":
 		stopped, err := localcluster.StopWorkDir(*dir)
 		if len(stopped) == 0 && err == nil {
@@ -113,6 +124,72 @@ func clusterCmd(verb string, args []string) error {
 	}
 	fmt.Printf("\nThe cluster runs in the background. Use it with:\n  export KUBECONFIG=%s\n  kubectl get nodes\nStop it with: make cluster-down (or was-harness cluster down --dir %s)\n", c.KubeconfigPath(), *dir)
 	return nil
+}
+
+// restartCmd reconfigures one component of a running `cluster up` cluster:
+// the step of a manual upgrade or downgrade (docs/upgrade-downgrade.md).
+func restartCmd(dir, component, gates, runtimeConfig, omitGates, binary string, reset bool) error {
+	name := localcluster.Component(component)
+	if !slices.Contains(localcluster.Components, name) {
+		return fmt.Errorf("--component %q: want one of %s", component, componentNames())
+	}
+	c, err := localcluster.Attach(dir, func(format string, args ...any) { fmt.Printf("[cluster] "+format+"\n", args...) })
+	if err != nil {
+		return err
+	}
+	change := map[string]bool{}
+	if err := parseGates(gates, change); err != nil {
+		return err
+	}
+	rc := map[string]string{}
+	for _, kv := range strings.Split(runtimeConfig, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("--runtime-config: %q is not group/version=true|false", kv)
+		}
+		rc[k] = v
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	err = c.Restart(ctx, name, func(cc *localcluster.ComponentConfig) {
+		if reset {
+			*cc = localcluster.ComponentConfig{}
+		}
+		if len(change) > 0 {
+			if cc.FeatureGates == nil {
+				cc.FeatureGates = map[string]bool{}
+			}
+			maps.Copy(cc.FeatureGates, change)
+		}
+		if len(rc) > 0 {
+			if cc.RuntimeConfig == nil {
+				cc.RuntimeConfig = map[string]string{}
+			}
+			maps.Copy(cc.RuntimeConfig, rc)
+		}
+		if omitGates != "" {
+			cc.OmitFeatureGates = append(cc.OmitFeatureGates, strings.Split(omitGates, ",")...)
+		}
+		if binary != "" {
+			cc.Binary = binary
+		}
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("restarted %s; its flags are the first line of %s\n", name, c.LogPath(name))
+	return nil
+}
+
+func componentNames() string {
+	names := make([]string, 0, len(localcluster.Components))
+	for _, c := range localcluster.Components {
+		names = append(names, string(c))
+	}
+	return strings.Join(names, ", ")
 }
 
 // parseGates merges "A=true,B=false" into gates.

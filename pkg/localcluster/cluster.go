@@ -422,7 +422,32 @@ func (c *Cluster) Restart(ctx context.Context, name Component, mutate func(*Comp
 	if err := c.startLocked(ctx, name); err != nil {
 		return fmt.Errorf("restarting %s: %w", name, err)
 	}
+	if err := c.healLocked(ctx, name); err != nil {
+		return err
+	}
 	return c.saveStateLocked()
+}
+
+// healLocked starts again any other component that exited while restarted
+// was down. kube-controller-manager, for one, exits ("Error building
+// controllers ... connection refused") when the apiserver goes away while it
+// is still starting, though it had already answered /healthz; a later spec
+// would then run without garbage collection or the ResourceClaim controller.
+func (c *Cluster) healLocked(ctx context.Context, restarted Component) error {
+	for _, other := range c.components() {
+		p := c.procs[other]
+		if other == restarted || p == nil {
+			continue
+		}
+		if gone, _ := p.exited(); !gone {
+			continue
+		}
+		c.cfg.Logf("%s (pid %d) exited while %s restarted; starting it again (log %s)", other, p.pid, restarted, p.log)
+		if err := c.startLocked(ctx, other); err != nil {
+			return fmt.Errorf("starting %s again after %s restarted: %w", other, restarted, err)
+		}
+	}
+	return nil
 }
 
 // Stop stops every component in reverse start order. It reports, but does
@@ -476,6 +501,14 @@ type state struct {
 	Name       string           `json:"name"`
 	Kubeconfig string           `json:"kubeconfig"`
 	Components []stateComponent `json:"components"`
+	// Config, Ports and AdvertiseAddress let Attach rebuild the Cluster in
+	// another process, so `was-harness cluster restart` can reconfigure a
+	// detached cluster one component at a time.
+	Config           *Config           `json:"config,omitempty"`
+	Ports            map[Component]int `json:"ports,omitempty"`
+	WebhookPort      int               `json:"webhookPort,omitempty"`
+	EtcdPeerPort     int               `json:"etcdPeerPort,omitempty"`
+	AdvertiseAddress string            `json:"advertiseAddress,omitempty"`
 }
 
 func (s *state) anyRunning() bool { return len(s.pids()) > 0 }
@@ -491,7 +524,12 @@ func (s *state) pids() []int {
 }
 
 func (c *Cluster) saveStateLocked() error {
-	st := state{Name: c.cfg.Name, Kubeconfig: c.KubeconfigPath()}
+	cfg := c.cfg
+	st := state{Name: c.cfg.Name, Kubeconfig: c.KubeconfigPath(), Config: &cfg, Ports: map[Component]int{},
+		WebhookPort: c.ports.wasWebhookServing, EtcdPeerPort: c.ports.etcdPeer, AdvertiseAddress: c.advertiseAddress}
+	for _, name := range Components {
+		st.Ports[name] = c.ports.of(name)
+	}
 	for _, name := range c.components() {
 		if p := c.procs[name]; p != nil {
 			st.Components = append(st.Components, stateComponent{Name: name, PID: p.pid, Binary: c.binary(name), Log: p.log})
@@ -518,6 +556,38 @@ func readState(path string) (*state, error) {
 		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	return st, nil
+}
+
+// Attach rebuilds the Cluster recorded in workDir's state file by another
+// process (a detached cluster from `make cluster-up`), so that Restart can
+// reconfigure one of its components. Restarted components stay detached.
+func Attach(workDir string, logf func(string, ...any)) (*Cluster, error) {
+	st, err := readState(newPaths(workDir).state())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("no cluster recorded in %s (start one with `make cluster-up`)", workDir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if st.Config == nil || len(st.Ports) == 0 {
+		return nil, fmt.Errorf("the state file in %s predates `cluster restart`; restart the cluster with `make cluster-down cluster-up`", workDir)
+	}
+	cfg := *st.Config
+	cfg.Detach = true
+	cfg.Logf = logf
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	c := &Cluster{cfg: cfg, paths: newPaths(cfg.WorkDir), procs: map[Component]*process{}, advertiseAddress: st.AdvertiseAddress}
+	c.ports = ports{etcdClient: st.Ports[Etcd], etcdPeer: st.EtcdPeerPort, apiserver: st.Ports[APIServer], controllerManager: st.Ports[ControllerManager],
+		scheduler: st.Ports[Scheduler], kwok: st.Ports[Kwok], wasWebhook: st.Ports[WASWebhook],
+		wasWebhookServing: st.WebhookPort, wasControllerManager: st.Ports[WASControllerManager]}
+	for _, sc := range st.Components {
+		if pidRuns(sc.PID, sc.Binary) {
+			c.procs[sc.Name] = &process{name: sc.Name, pid: sc.PID, log: sc.Log}
+		}
+	}
+	return c, nil
 }
 
 // StopWorkDir stops the components recorded in workDir's state file by a

@@ -127,7 +127,7 @@ type Config struct {
 	// when the starting process dies, so an interrupted test run leaves nothing.
 	Detach bool
 	// Logf receives progress lines; nil discards them.
-	Logf func(format string, args ...any)
+	Logf func(format string, args ...any) `json:"-"`
 }
 
 // DefaultFeatureGates are the Kubernetes 1.37 gates Workload-Aware Scheduling

@@ -1,6 +1,7 @@
 package localcluster
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -224,4 +225,36 @@ func countFlag(args []string, key string) int {
 		}
 	}
 	return n
+}
+
+// `cluster restart` runs in another process than `cluster up`: Attach must
+// rebuild the very command lines the cluster was started with.
+func TestAttachRebuildsTheRecordedCluster(t *testing.T) {
+	c := testCluster(t)
+	c.ports.wasWebhook, c.ports.wasWebhookServing, c.ports.wasControllerManager = 10290, 10291, 10292
+	c.cfg.Components[Scheduler] = ComponentConfig{FeatureGates: map[string]bool{"GenericWorkload": false}}
+	if err := os.MkdirAll(c.paths.root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.saveStateLocked(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Attach(c.cfg.WorkDir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ports != c.ports {
+		t.Errorf("ports = %+v, want %+v", got.ports, c.ports)
+	}
+	for _, name := range Components {
+		if a, b := strings.Join(got.componentArgs(name), " "), strings.Join(c.componentArgs(name), " "); a != b {
+			t.Errorf("%s args differ after Attach:\n got %s\nwant %s", name, a, b)
+		}
+	}
+	if !got.cfg.Detach {
+		t.Error("an attached cluster must start components detached")
+	}
+	if _, err := Attach(t.TempDir(), nil); err == nil || !strings.Contains(err.Error(), "no cluster recorded") {
+		t.Errorf("Attach(empty dir) = %v, want 'no cluster recorded'", err)
+	}
 }

@@ -117,7 +117,7 @@ func runCrashCase(ctx context.Context, f *framework.Framework, c crashCase) {
 	if c.Scale {
 		ginkgo.By(fmt.Sprintf("running the gang %s at %d replicas", c.Kind, crashFrom))
 		app.create(ctx, crashFrom)
-		before = app.waitConverged(ctx, crashFrom)
+		before = app.waitConverged(ctx, crashFrom, dups)
 	}
 	act := func() {
 		if c.Scale {
@@ -150,7 +150,7 @@ func runCrashCase(ctx context.Context, f *framework.Framework, c crashCase) {
 
 	ginkgo.By("starting the controllers without a crash point")
 	ctl.resume(ctx)
-	after := app.waitConverged(ctx, crashTo)
+	after := app.waitConverged(ctx, crashTo, dups)
 	logCrash("converged: %s", after)
 
 	ginkgo.By("the partial state's objects were completed, not replaced; no pod was lost")
@@ -495,8 +495,9 @@ func (a *crashApp) read(ctx context.Context) crashState {
 }
 
 // waitConverged waits for one Workload and one PodGroup at minCount n (and,
-// for a Deployment, one ReplicaSet), and n pods Running in that PodGroup.
-func (a *crashApp) waitConverged(ctx context.Context, n int32) crashState {
+// for a Deployment, one ReplicaSet), and n pods Running in that PodGroup. It
+// fails at once when dups has seen a duplicate.
+func (a *crashApp) waitConverged(ctx context.Context, n int32, dups *framework.DuplicateWatcher) crashState {
 	var s crashState
 	rs := 0
 	if a.kind == "Deployment" {
@@ -504,6 +505,9 @@ func (a *crashApp) waitConverged(ctx context.Context, n int32) crashState {
 	}
 	want := crashShape{Workloads: 1, ReplicaSets: rs, PodGroups: 1, Pods: int(n), Running: int(n), WorkloadMinCount: n, PodGroupMinCount: n}
 	gomega.EventuallyWithOffset(1, ctx, func(ctx context.Context) error {
+		if v := dups.Violations(); len(v) > 0 {
+			return gomega.StopTrying(fmt.Sprintf("a duplicate Workload or PodGroup existed: %v", v))
+		}
 		s = a.read(ctx)
 		if got := s.shape(); got != want {
 			return fmt.Errorf("shape %+v, want %+v: %s", got, want, s)
