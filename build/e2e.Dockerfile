@@ -11,10 +11,12 @@ COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    go test -c -trimpath -tags e2e -o /out/e2e.test ./suites/e2e
+    go test -c -trimpath -tags e2e -o /out/e2e.test ./suites/e2e && \
+    go build -trimpath -o /out/testplan-report ./cmd/testplan-report
 
 FROM gcr.io/distroless/static:debug-nonroot
 COPY --from=build /out/e2e.test /e2e.test
+COPY --from=build /out/testplan-report /testplan-report
 COPY sonobuoy/run.sh /run.sh
 USER 65532:65532
 ENTRYPOINT ["/busybox/sh", "/run.sh"]

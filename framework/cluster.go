@@ -29,6 +29,15 @@ func SetupCluster(ctx context.Context) []byte {
 	}
 	if TestContext.Kubeconfig != "" {
 		ginkgo.GinkgoWriter.Printf("Using the existing cluster of %s\n", TestContext.Kubeconfig)
+		// Vendor mode: check the APIs, gates and implementation before any
+		// spec, and stop at once, saying what is missing (prereq.go).
+		cfg, err := clientcmd.BuildConfigFromFlags("", TestContext.Kubeconfig)
+		if err != nil {
+			ginkgo.Fail(fmt.Sprintf("loading kubeconfig %s: %v", TestContext.Kubeconfig, err))
+		}
+		if err := checkExistingCluster(ctx, cfg); err != nil {
+			ginkgo.Fail(err.Error())
+		}
 		return []byte(TestContext.Kubeconfig)
 	}
 	cfg := localcluster.DefaultConfig(TestContext.OutputDir, TestContext.KubeVersion, filepath.Join(TestContext.Artifacts, "cluster"))
@@ -53,6 +62,7 @@ func SetupCluster(ctx context.Context) []byte {
 		ginkgo.Fail(fmt.Sprintf("starting the local cluster: %v", err))
 	}
 	LocalCluster = c
+	recordLocalEnvironment(ctx, c) // $ARTIFACTS/environment.json for the report
 	return []byte(c.KubeconfigPath())
 }
 

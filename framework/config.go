@@ -30,8 +30,9 @@ type Config struct {
 	// start it). Against an existing cluster only "seed" can work.
 	CrashMode string
 	// ControllerRestartCommand stops and starts the implementation under test
-	// on an existing cluster, for seed mode: run with `sh -c`, with "stop" or
-	// "start" as $1 and in WAS_CONTROLLER_ACTION; it must return once done.
+	// on an existing cluster, for seed mode: run as `sh -c COMMAND sh ACTION`
+	// (ACTION "stop" or "start" is $1 and $WAS_CONTROLLER_ACTION); it must
+	// return once the controllers are stopped or running again.
 	ControllerRestartCommand string
 	// Timeouts bound every wait; TimeoutScale multiplies them all.
 	Timeouts     Timeouts
@@ -95,7 +96,7 @@ func RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&TestContext.Artifacts, "artifacts", envOr("ARTIFACTS", "_artifacts"), "directory for logs, failure dumps and reports (env ARTIFACTS)")
 	fs.StringVar(&TestContext.TopologyKey, "topology-key", "topology.kubernetes.io/rack", "node label used as the topology domain by placement specs")
 	fs.StringVar(&TestContext.CrashMode, "crash-mode", envOr("CRASH_MODE", "crashpoint"), "crash-recovery specs: crashpoint (reference --crash-after) or seed (stop the controller, seed the partial state, start it) (env CRASH_MODE)")
-	fs.StringVar(&TestContext.ControllerRestartCommand, "controller-restart-command", os.Getenv("CONTROLLER_RESTART_COMMAND"), "seed mode on an existing cluster: shell command that stops ($1=stop) or starts ($1=start) the controllers under test (env CONTROLLER_RESTART_COMMAND)")
+	fs.StringVar(&TestContext.ControllerRestartCommand, "controller-restart-command", os.Getenv("CONTROLLER_RESTART_COMMAND"), "seed mode on an existing cluster: shell command that stops or starts the controllers under test and returns when done; run as `sh -c COMMAND sh ACTION`, ACTION (stop|start) is $1 and $WAS_CONTROLLER_ACTION (env CONTROLLER_RESTART_COMMAND)")
 	fs.Float64Var(&TestContext.TimeoutScale, "timeout-scale", 1, "multiplier for every timeout of the suite")
 }
 

@@ -40,7 +40,15 @@ set -- --kubeconfig="$WORK/kubeconfig" --artifacts="$RESULTS_DIR" \
 [ -n "$E2E_LABEL_FILTER" ] && set -- "$@" --ginkgo.label-filter="$E2E_LABEL_FILTER"
 "$E2E_BINARY" "$@" 2>&1 | tee "$RESULTS_DIR/e2e.log"
 
-# One tarball of everything (JUnit, summary_e2e.md, failure dumps, log).
+# The conformance report (testplan.md: environment, every test-plan id with
+# its result and proving spec) when the image has the generator. Unit-level
+# ids stay MISSING here: the image runs no unit tests.
+TESTPLAN_REPORT=${TESTPLAN_REPORT:-/testplan-report}
+if [ -x "$TESTPLAN_REPORT" ]; then
+  "$TESTPLAN_REPORT" --junit "$RESULTS_DIR/junit_e2e.xml" --unit-json "" --out "$RESULTS_DIR/testplan.md" --fail-on "" || true
+fi
+
+# One tarball of everything (JUnit, summary_e2e.md, testplan.md, environment.json, failure dumps, log).
 tar -czf "$WORK/results.tar.gz" -C "$RESULTS_DIR" .
 mv "$WORK/results.tar.gz" "$RESULTS_DIR/results.tar.gz"
 printf '%s' "$RESULTS_DIR/results.tar.gz" > "$RESULTS_DIR/done"

@@ -13,6 +13,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/onsi/ginkgo/v2/types"
 )
 
 // Status is the outcome of a test, or the aggregated outcome of a plan item.
@@ -237,6 +239,13 @@ func junitSuiteResults(s junitSuite) []TestResult {
 		suiteName = s.Package
 	}
 	suiteLabels := parseSuiteLabels(propertyValue(s.Properties, "SuiteLabels"))
+	// Specs the run's label filter left out are reported skipped with no
+	// message; the filter (a suite property) tells why.
+	labelFilter := propertyValue(s.Properties, "LabelFilter")
+	var selected types.LabelFilter
+	if labelFilter != "" {
+		selected, _ = types.ParseLabelFilter(labelFilter) // nil on error: no reason given
+	}
 
 	var specs, suiteFailures []TestResult
 	var unresolved []string // ids of specs Ginkgo skipped without a reason
@@ -280,7 +289,11 @@ func junitSuiteResults(s junitSuite) []TestResult {
 			IDs:    ids,
 		}
 		if status == StatusSkip && (c.Skipped == nil || strings.TrimSpace(c.Skipped.Message) == "skipped" || strings.TrimSpace(c.Skipped.Message) == "") && c.Status != "pending" {
-			unresolved = appendUnique(unresolved, ids...)
+			if selected != nil && !selected(labels) {
+				r.Reason = filteredOutReason(labelFilter, labels)
+			} else {
+				unresolved = appendUnique(unresolved, ids...)
+			}
 		}
 		specs = append(specs, r)
 	}
@@ -293,6 +306,19 @@ func junitSuiteResults(s junitSuite) []TestResult {
 		}
 	}
 	return append(specs, suiteFailures...)
+}
+
+// filteredOutReason explains a spec the label filter did not select;
+// Disruptive specs say how to include them (vendor mode leaves them out).
+func filteredOutReason(filter string, labels []string) string {
+	reason := fmt.Sprintf("not selected by the label filter %q", filter)
+	for _, l := range labels {
+		if l == "Disruptive" {
+			reason += " (Disruptive: it restarts or reconfigures cluster components; off against an existing cluster unless ALLOW_DISRUPTIVE=1)"
+			break
+		}
+	}
+	return reason
 }
 
 // junitCaseStatus maps a testcase to PASS/FAIL/SKIP and a reason.
@@ -731,6 +757,9 @@ type Report struct {
 	Plan *Plan
 	// Inputs describes the input files; set by the caller (see ReadInputs).
 	Inputs []Input
+	// Environment is what the suite saw of the cluster (environment.json);
+	// nil when not recorded.
+	Environment *Environment
 	// Results has one entry per plan item, in plan order.
 	Results []Result
 	// Unknown lists ids found in tests but not in the plan, sorted.
@@ -821,8 +850,8 @@ func summary(results []Result, total int) string {
 
 const (
 	maxEvidenceTests = 3
-	maxNameLen       = 100
-	maxReasonLen     = 160
+	maxNameLen       = 400 // the full spec text: it is the evidence
+	maxReasonLen     = 300
 )
 
 // WriteMarkdown writes the report as markdown.
@@ -832,11 +861,13 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	if r.Plan != nil {
 		keps = r.Plan.KEPs()
 	}
-	title := "Test-plan coverage report"
+	title := "Conformance report"
 	if len(keps) > 0 {
 		title += ": " + strings.Join(keps, ", ")
 	}
 	fmt.Fprintf(&b, "# %s\n\n", title)
+	fmt.Fprintf(&b, "**%s**\n\n", r.SummaryLine())
+	writeEnvironmentMarkdown(&b, r.Environment)
 
 	b.WriteString("## Inputs\n\n")
 	if len(r.Inputs) == 0 {
@@ -852,9 +883,10 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			fmt.Fprintf(&b, "- %s: %s (%s)\n", in.Source, cell(in.Path), plural(in.Tests, "test result"))
 		}
 	}
+	if r.Environment != nil && r.Environment.Cluster == "existing" {
+		b.WriteString("\nThe e2e specs ran against the cluster above. Ids whose evidence is a Go test (`TestX/...`, from go test -json) are proved by the reference implementation's unit tests, not by the cluster under test.\n")
+	}
 	b.WriteString("\n")
-
-	fmt.Fprintf(&b, "**%s**\n\n", r.SummaryLine())
 
 	if len(r.SuiteFailures) > 0 {
 		b.WriteString("## Suite-level failures\n\n")

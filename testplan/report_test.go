@@ -593,7 +593,8 @@ func TestWriteMarkdownFull(t *testing.T) {
 		t.Errorf("counts %v do not add up to 102", counts)
 	}
 	for _, s := range []string{
-		"# Test-plan coverage report: kep-6276, kep-6277",
+		"# Conformance report: kep-6276, kep-6277",
+		"## Environment\n\nNot recorded (no environment.json next to the JUnit report).",
 		"**" + summary + "**",
 		"Ginkgo JUnit: " + junit + " (9 test results)",
 		"go test -json: " + unit + " (11 test results)",

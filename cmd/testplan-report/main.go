@@ -3,8 +3,11 @@
 //
 // Inputs are a Ginkgo JUnit file (--ginkgo.junit-report) and a `go test -json`
 // stream; either may be missing, in which case the report says so and the
-// input contributes nothing. Exit status: 0 on success, 1 when an item has a
-// status listed in --fail-on, 2 on usage or parse errors.
+// input contributes nothing. The report starts with the environment the suite
+// recorded (environment.json: server version, gates, implementation), then
+// lists every id with its result and the specs or unit tests that prove it.
+// Exit status: 0 on success, 1 when an item has a status listed in --fail-on
+// (default FAIL), 2 on usage or parse errors.
 package main
 
 import (
@@ -27,7 +30,8 @@ func run(args []string) int {
 	junit := fs.String("junit", "_artifacts/junit_e2e.xml", "Ginkgo JUnit XML report (missing file: contributes nothing)")
 	unitJSON := fs.String("unit-json", "_artifacts/unit.json", "`go test -json` output (missing file: contributes nothing)")
 	out := fs.String("out", "_artifacts/testplan.md", "markdown report to write")
-	failOn := fs.String("fail-on", "", "comma-separated statuses (PASS, FAIL, SKIP, MISSING) that make the exit status 1, e.g. FAIL or FAIL,MISSING")
+	envPath := fs.String("environment", "", "environment record written by the suite (default: environment.json next to --junit; missing file: not recorded)")
+	failOn := fs.String("fail-on", "FAIL", "comma-separated statuses (PASS, FAIL, SKIP, MISSING) that make the exit status 1, e.g. FAIL,MISSING; empty: never")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -61,6 +65,13 @@ func run(args []string) int {
 	}
 	rep := testplan.Aggregate(plan, results)
 	rep.Inputs = inputs
+	if *envPath == "" {
+		*envPath = filepath.Join(filepath.Dir(*junit), testplan.EnvironmentFile)
+	}
+	if rep.Environment, err = testplan.ReadEnvironment(*envPath); err != nil {
+		fmt.Fprintf(os.Stderr, "testplan-report: %v\n", err)
+		return 2
+	}
 
 	var buf bytes.Buffer
 	if err := rep.WriteMarkdown(&buf); err != nil {

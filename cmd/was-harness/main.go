@@ -7,6 +7,7 @@
 //	was-harness cluster status [--dir D]
 //	was-harness cluster restart [--dir D] --component C [--feature-gates A=false] [--runtime-config g/v=false]
 //	                           [--omit-feature-gates A,B] [--binary PATH] [--reset]
+//	was-harness conformance --check-only --kubeconfig K [--artifacts D]   (vendor-mode prerequisites; conformance.go)
 //	was-harness test-summary FILE   (a `go test -json` stream: failures, then "N passed, N failed, N skipped")
 package main
 
@@ -47,6 +48,8 @@ func run(args []string) error {
 			return usage()
 		}
 		return clusterCmd(args[1], args[2:])
+	case "conformance":
+		return conformanceCmd(args[1:])
 	case "test-summary":
 		if len(args) != 2 {
 			return usage()

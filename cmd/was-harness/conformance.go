@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/workload-aware/apps-harness/framework"
+	"github.com/workload-aware/apps-harness/testplan"
+)
+
+// conformanceCmd runs the suite's prerequisite check against an existing
+// cluster on its own (the suite runs the same check before any spec):
+//
+//	was-harness conformance --check-only --kubeconfig K [--artifacts D] [--canary-timeout 30s] [--no-canary]
+//
+// It prints what it saw, writes D/environment.json when --artifacts is
+// given, and fails when something essential is missing. The suite itself
+// runs with `make conformance KUBECONFIG=K`.
+func conformanceCmd(args []string) error {
+	fs := flag.NewFlagSet("conformance", flag.ContinueOnError)
+	checkOnly := fs.Bool("check-only", false, "only check the prerequisites (required: the suite runs with make conformance KUBECONFIG=...)")
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the cluster to check (required; $KUBECONFIG is not read, as in make e2e)")
+	artifacts := fs.String("artifacts", "", "directory to write environment.json into (empty: do not write)")
+	canaryTimeout := fs.Duration("canary-timeout", 30*time.Second, "how long the canary gang Deployment may wait for its Workload")
+	noCanary := fs.Bool("no-canary", false, "skip the canary (creates a temporary namespace with a 2-replica Deployment)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if !*checkOnly {
+		return errors.New("conformance: pass --check-only; the suite itself runs with `make conformance KUBECONFIG=...`")
+	}
+	if *kubeconfig == "" {
+		return errors.New("conformance: --kubeconfig is required")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		return fmt.Errorf("loading kubeconfig %s: %w", *kubeconfig, err)
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	env := framework.CheckPrerequisites(ctx, cfg, framework.PrereqOptions{Canary: !*noCanary, CanaryTimeout: *canaryTimeout})
+	env.Cluster = "existing"
+	fmt.Print(testplan.EnvironmentMarkdown(env))
+	if *artifacts != "" {
+		if err := os.MkdirAll(*artifacts, 0o755); err != nil {
+			return err
+		}
+		path := filepath.Join(*artifacts, testplan.EnvironmentFile)
+		if err := testplan.WriteEnvironment(path, env); err != nil {
+			return err
+		}
+		fmt.Printf("recorded in %s\n", path)
+	}
+	if err := framework.PrerequisiteError(env, *kubeconfig); err != nil {
+		return err
+	}
+	fmt.Println("prerequisites met: the suite can run against this cluster")
+	return nil
+}

@@ -1,0 +1,188 @@
+package testplan
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// EnvironmentFile is the name of the environment record in $ARTIFACTS.
+const EnvironmentFile = "environment.json"
+
+// Environment is what the suite saw of the cluster under test: written by
+// the suite (framework.CheckPrerequisites / SetupCluster) to
+// $ARTIFACTS/environment.json and read by the report. It lives here, not in
+// framework, so that the report generator needs no cluster client.
+type Environment struct {
+	// Cluster says whose cluster it is: "local" (started by the harness) or
+	// "existing" (vendor mode: --kubeconfig).
+	Cluster string `json:"cluster"`
+	// Server is the apiserver URL.
+	Server        string `json:"server,omitempty"`
+	ServerVersion string `json:"serverVersion,omitempty"`
+	// APIs are the API group versions checked, served or not.
+	APIs []APICheck `json:"apis,omitempty"`
+	// APIServerGates are the kube-apiserver's gates as its /metrics reports
+	// them (kubernetes_feature_enabled); a gate the server does not know is
+	// absent. Empty when /metrics could not be read (see Problems).
+	APIServerGates map[string]bool `json:"apiServerGates,omitempty"`
+	// ComponentGates are the gates each component was started with, when the
+	// harness knows them (its local cluster).
+	ComponentGates map[string]map[string]bool `json:"componentGates,omitempty"`
+	// IntentDeployment and IntentStatefulSet are how scheduling intent is
+	// written: "native" (spec.scheduling) or "annotation".
+	IntentDeployment  string `json:"intentDeployment,omitempty"`
+	IntentStatefulSet string `json:"intentStatefulSet,omitempty"`
+	// Implementation names the implementation under test.
+	Implementation string `json:"implementation,omitempty"`
+	// Evidence lists what showed the implementation is present.
+	Evidence []string `json:"evidence,omitempty"`
+	// Problems lists what is missing; essential ones stop the suite.
+	Problems  []Problem `json:"problems,omitempty"`
+	CheckedAt time.Time `json:"checkedAt"`
+}
+
+// APICheck is one API group version and whether the server serves the
+// resources the suite needs from it.
+type APICheck struct {
+	GroupVersion string   `json:"groupVersion"`
+	Resources    []string `json:"resources"`
+	Served       bool     `json:"served"`
+	// Required: the suite cannot run without it (else only some specs need it).
+	Required bool `json:"required"`
+}
+
+// Problem is a missing prerequisite, said plainly with how to fix it.
+type Problem struct {
+	Essential bool   `json:"essential"`
+	Message   string `json:"message"`
+}
+
+// Essentials returns the essential problems' messages.
+func (e *Environment) Essentials() []string {
+	var out []string
+	for _, p := range e.Problems {
+		if p.Essential {
+			out = append(out, p.Message)
+		}
+	}
+	return out
+}
+
+// WriteEnvironment writes env as indented JSON to path.
+func WriteEnvironment(path string, env *Environment) error {
+	data, err := json.MarshalIndent(env, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+// ReadEnvironment reads an environment record; a missing file returns nil
+// and no error (the report then says the environment was not recorded).
+func ReadEnvironment(path string) (*Environment, error) {
+	if path == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var env Environment
+	if err := json.Unmarshal(data, &env); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &env, nil
+}
+
+// EnvironmentMarkdown renders env as the markdown list the report shows
+// under "## Environment" (and was-harness conformance --check-only prints).
+func EnvironmentMarkdown(env *Environment) string {
+	var b strings.Builder
+	writeEnvironmentList(&b, env)
+	return b.String()
+}
+
+// writeEnvironmentMarkdown renders the environment section of the report.
+func writeEnvironmentMarkdown(b *strings.Builder, env *Environment) {
+	b.WriteString("## Environment\n\n")
+	writeEnvironmentList(b, env)
+	b.WriteString("\n")
+}
+
+func writeEnvironmentList(b *strings.Builder, env *Environment) {
+	if env == nil {
+		b.WriteString("Not recorded (no " + EnvironmentFile + " next to the JUnit report).\n")
+		return
+	}
+	cluster := env.Cluster
+	switch env.Cluster {
+	case "local":
+		cluster = "local cluster started by the harness"
+	case "existing":
+		cluster = "existing cluster (vendor mode)"
+	}
+	if env.Server != "" {
+		cluster += ", " + env.Server
+	}
+	fmt.Fprintf(b, "- Cluster: %s\n", cell(cluster))
+	fmt.Fprintf(b, "- Kubernetes version: %s\n", orUnknown(env.ServerVersion))
+	if len(env.APIs) > 0 {
+		var apis []string
+		for _, a := range env.APIs {
+			st := "served"
+			if !a.Served {
+				st = "**not served**"
+			}
+			apis = append(apis, fmt.Sprintf("%s (%s): %s", a.GroupVersion, strings.Join(a.Resources, ", "), st))
+		}
+		fmt.Fprintf(b, "- APIs: %s\n", cell(strings.Join(apis, "; ")))
+	}
+	if len(env.APIServerGates) > 0 {
+		fmt.Fprintf(b, "- kube-apiserver feature gates (from its /metrics): %s\n", formatGates(env.APIServerGates))
+	}
+	for _, c := range slices.Sorted(maps.Keys(env.ComponentGates)) {
+		fmt.Fprintf(b, "- %s feature gates (configured): %s\n", c, formatGates(env.ComponentGates[c]))
+	}
+	if env.IntentDeployment != "" || env.IntentStatefulSet != "" {
+		fmt.Fprintf(b, "- Scheduling intent: %s (Deployments), %s (StatefulSets)\n", orUnknown(env.IntentDeployment), orUnknown(env.IntentStatefulSet))
+	}
+	fmt.Fprintf(b, "- Implementation: %s\n", cell(orUnknown(env.Implementation)))
+	for _, e := range env.Evidence {
+		fmt.Fprintf(b, "  - %s\n", cell(e))
+	}
+	for _, p := range env.Problems {
+		kind := "note"
+		if p.Essential {
+			kind = "**missing**"
+		}
+		fmt.Fprintf(b, "- %s: %s\n", kind, cell(p.Message))
+	}
+	if !env.CheckedAt.IsZero() {
+		fmt.Fprintf(b, "- Checked at: %s\n", env.CheckedAt.UTC().Format(time.RFC3339))
+	}
+}
+
+func formatGates(g map[string]bool) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(g)) {
+		parts = append(parts, fmt.Sprintf("%s=%t", k, g[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
