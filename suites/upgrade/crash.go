@@ -15,17 +15,14 @@ import (
 	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/kubernetes/pkg/controller"
-	"k8s.io/utils/ptr"
 
 	"github.com/workload-aware/apps-harness/controllers/crashpoint"
 	wasdeployment "github.com/workload-aware/apps-harness/controllers/deployment"
 	wasstatefulset "github.com/workload-aware/apps-harness/controllers/statefulset"
 	"github.com/workload-aware/apps-harness/framework"
-	"github.com/workload-aware/apps-harness/framework/builder"
 	"github.com/workload-aware/apps-harness/pkg/localcluster"
 )
 
@@ -113,7 +110,7 @@ func runCrashCase(ctx context.Context, f *framework.Framework, c crashCase) {
 	dups := framework.WatchForDuplicates(ctx, f.ClientSet, f.Namespace)
 	app := &crashApp{f: f, kind: c.Kind, name: "crash"}
 
-	var before crashState
+	var before appState
 	if c.Scale {
 		ginkgo.By(fmt.Sprintf("running the gang %s at %d replicas", c.Kind, crashFrom))
 		app.create(ctx, crashFrom)
@@ -142,7 +139,7 @@ func runCrashCase(ctx context.Context, f *framework.Framework, c crashCase) {
 
 	partial := app.read(ctx)
 	logCrash("partial state after %s: %s", c.Point, partial)
-	gomega.Expect(partial.shape()).To(gomega.Equal(c.Partial), "the state left at %s: %s", c.Point, partial)
+	gomega.Expect(crashShapeOf(partial)).To(gomega.Equal(c.Partial), "the state left at %s: %s", c.Point, partial)
 	if c.Scale {
 		gomega.Expect(partial.podUIDs()).To(gomega.Equal(before.podUIDs()), "pods changed before the crash: %s", partial)
 	}
@@ -290,23 +287,15 @@ type crashApp struct {
 	set        *appsv1.StatefulSet
 }
 
-func crashGang() *framework.DeploymentScheduling {
-	return &framework.DeploymentScheduling{SchedulingPolicy: &schedulingv1alpha3.WorkloadPodGroupSchedulingPolicy{
-		Gang: &schedulingv1alpha3.WorkloadPodGroupGangSchedulingPolicy{},
-	}}
-}
-
 func (a *crashApp) create(ctx context.Context, replicas int32) {
 	var err error
 	if a.kind == "Deployment" {
-		d := builder.Deployment(a.name, a.f.Namespace).Replicas(replicas).Recreate().Request(corev1.ResourceCPU, "100m").Obj()
-		a.deployment, err = framework.Intent.CreateDeployment(ctx, d, crashGang())
+		a.deployment, err = tryCreateDeployment(ctx, a.f, a.name, replicas, gangDeployment())
 		if err == nil {
 			a.uid = a.deployment.UID
 		}
 	} else {
-		s := builder.StatefulSet(a.name, a.f.Namespace).Replicas(replicas).Parallel().Request(corev1.ResourceCPU, "100m").Obj()
-		a.set, err = framework.Intent.CreateStatefulSet(ctx, s, crashGang())
+		a.set, err = tryCreateStatefulSet(ctx, a.f, a.name, replicas, true, gangStatefulSet())
 		if err == nil {
 			a.uid = a.set.UID
 		}
@@ -315,17 +304,11 @@ func (a *crashApp) create(ctx context.Context, replicas int32) {
 }
 
 func (a *crashApp) scale(ctx context.Context, replicas int32) {
-	var err error
 	if a.kind == "Deployment" {
-		a.deployment, err = framework.Intent.UpdateDeployment(ctx, a.f.Namespace, a.name, func(d *appsv1.Deployment, _ **framework.DeploymentScheduling) {
-			d.Spec.Replicas = ptr.To(replicas)
-		})
+		scaleDeployment(ctx, a.f, a.name, replicas)
 	} else {
-		a.set, err = framework.Intent.UpdateStatefulSet(ctx, a.f.Namespace, a.name, func(s *appsv1.StatefulSet, _ **framework.StatefulSetScheduling) {
-			s.Spec.Replicas = ptr.To(replicas)
-		})
+		scaleStatefulSet(ctx, a.f, a.name, replicas)
 	}
-	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "scaling %s %s to %d", a.kind, a.name, replicas)
 }
 
 // seed writes, with the cluster admin's client, what the controller would
@@ -348,7 +331,7 @@ func (a *crashApp) seed(ctx context.Context, point crashpoint.Point) {
 		must(err, "the Workload's new minCount")
 
 	case crashpoint.DeploymentAfterWorkloadCreate, crashpoint.DeploymentAfterPodGroupCreate:
-		desired, err := wasdeployment.BuildWorkload(a.deployment, crashGang())
+		desired, err := wasdeployment.BuildWorkload(a.deployment, gangDeployment())
 		must(err, "compiling the Workload")
 		w, err := sched.Workloads(ns).Create(ctx, desired, metav1.CreateOptions{})
 		must(err, "the Workload")
@@ -377,7 +360,7 @@ func (a *crashApp) seed(ctx context.Context, point crashpoint.Point) {
 		must(err, "the PodGroup")
 
 	case crashpoint.StatefulSetAfterWorkloadCreate, crashpoint.StatefulSetAfterPodGroupCreate:
-		desired, err := wasstatefulset.BuildWorkload(a.set, crashGang())
+		desired, err := wasstatefulset.BuildWorkload(a.set, gangStatefulSet())
 		must(err, "compiling the Workload")
 		w, err := sched.Workloads(ns).Create(ctx, desired, metav1.CreateOptions{})
 		must(err, "the Workload")
@@ -396,34 +379,8 @@ func (a *crashApp) seed(ctx context.Context, point crashpoint.Point) {
 
 // --- reading the state ---
 
-type crashObject struct {
-	Name     string
-	UID      types.UID
-	MinCount int32
-}
-
-type crashPod struct {
-	Name  string
-	UID   types.UID
-	Phase corev1.PodPhase
-	Group string
-}
-
-// crashState is the app's Workloads (by controller ownerReference or
-// spec.controllerRef), ReplicaSets, live PodGroups of those Workloads, and
-// live pods.
-type crashState struct {
-	Workloads   []crashObject
-	ReplicaSets []string
-	PodGroups   []crashObject
-	Pods        []crashPod
-}
-
-func (s crashState) String() string {
-	return fmt.Sprintf("workloads %v, replicasets %v, podgroups %v, pods %v", s.Workloads, s.ReplicaSets, s.PodGroups, s.Pods)
-}
-
-func (s crashState) shape() crashShape {
+// crashShapeOf counts what the specs compare.
+func crashShapeOf(s appState) crashShape {
 	out := crashShape{Workloads: len(s.Workloads), ReplicaSets: len(s.ReplicaSets), PodGroups: len(s.PodGroups), Pods: len(s.Pods)}
 	for _, p := range s.Pods {
 		if p.Phase == corev1.PodRunning {
@@ -439,66 +396,15 @@ func (s crashState) shape() crashShape {
 	return out
 }
 
-func (s crashState) podUIDs() map[string]types.UID {
-	out := map[string]types.UID{}
-	for _, p := range s.Pods {
-		out[p.Name] = p.UID
-	}
-	return out
-}
-
-func (a *crashApp) read(ctx context.Context) crashState {
-	cs, ns := a.f.ClientSet, a.f.Namespace
-	s := crashState{Workloads: []crashObject{}, PodGroups: []crashObject{}, Pods: []crashPod{}}
-	ws, err := cs.SchedulingV1beta1().Workloads(ns).List(ctx, metav1.ListOptions{})
-	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "listing Workloads")
-	mine := map[string]bool{}
-	for i := range ws.Items {
-		w := &ws.Items[i]
-		ref := w.Spec.ControllerRef
-		byRef := ref != nil && ref.APIGroup == appsv1.GroupName && ref.Kind == a.kind && ref.Name == a.name
-		if (a.uid != "" && metav1.IsControlledBy(w, &metav1.ObjectMeta{UID: a.uid})) || byRef {
-			s.Workloads = append(s.Workloads, crashObject{w.Name, w.UID, framework.WorkloadMinCount(w)})
-			mine[w.Name] = true
-		}
-	}
-	if a.kind == "Deployment" {
-		rss, err := cs.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
-		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "listing ReplicaSets")
-		for i := range rss.Items {
-			if metav1.IsControlledBy(&rss.Items[i], &metav1.ObjectMeta{UID: a.uid}) {
-				s.ReplicaSets = append(s.ReplicaSets, rss.Items[i].Name)
-			}
-		}
-	}
-	pgs, err := cs.SchedulingV1beta1().PodGroups(ns).List(ctx, metav1.ListOptions{})
-	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "listing PodGroups")
-	for i := range pgs.Items {
-		pg := &pgs.Items[i]
-		if pg.DeletionTimestamp == nil && pg.Spec.WorkloadRef != nil && mine[pg.Spec.WorkloadRef.WorkloadName] {
-			s.PodGroups = append(s.PodGroups, crashObject{pg.Name, pg.UID, framework.PodGroupMinCount(pg)})
-		}
-	}
-	pods, err := framework.ListPods(ctx, framework.PodsInput{ClientSet: cs, Namespace: ns, LabelSelector: builder.AppLabel + "=" + a.name})
-	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "listing pods")
-	for _, p := range pods {
-		if p.DeletionTimestamp != nil {
-			continue
-		}
-		group := ""
-		if g := p.Spec.SchedulingGroup; g != nil {
-			group = ptr.Deref(g.PodGroupName, "")
-		}
-		s.Pods = append(s.Pods, crashPod{p.Name, p.UID, p.Status.Phase, group})
-	}
-	return s
+func (a *crashApp) read(ctx context.Context) appState {
+	return readState(ctx, a.f, app{Kind: a.kind, Name: a.name})
 }
 
 // waitConverged waits for one Workload and one PodGroup at minCount n (and,
 // for a Deployment, one ReplicaSet), and n pods Running in that PodGroup. It
 // fails at once when dups has seen a duplicate.
-func (a *crashApp) waitConverged(ctx context.Context, n int32, dups *framework.DuplicateWatcher) crashState {
-	var s crashState
+func (a *crashApp) waitConverged(ctx context.Context, n int32, dups *framework.DuplicateWatcher) appState {
+	var s appState
 	rs := 0
 	if a.kind == "Deployment" {
 		rs = 1
@@ -509,7 +415,7 @@ func (a *crashApp) waitConverged(ctx context.Context, n int32, dups *framework.D
 			return gomega.StopTrying(fmt.Sprintf("a duplicate Workload or PodGroup existed: %v", v))
 		}
 		s = a.read(ctx)
-		if got := s.shape(); got != want {
+		if got := crashShapeOf(s); got != want {
 			return fmt.Errorf("shape %+v, want %+v: %s", got, want, s)
 		}
 		var errs []error

@@ -9,7 +9,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/workload-aware/apps-harness/framework"
-	"github.com/workload-aware/apps-harness/framework/builder"
 	"github.com/workload-aware/apps-harness/pkg/localcluster"
 )
 
@@ -31,8 +30,7 @@ var _ = ginkgo.Describe("WorkloadWithDeployment toggled on a live cluster", fram
 				Changes: framework.GateOn(framework.WorkloadWithDeployment, false, localcluster.WASWebhook)})
 
 			ginkgo.By("a new Deployment with spec.scheduling is rejected, naming the gate")
-			_, err := framework.Intent.CreateDeployment(ctx,
-				builder.Deployment("rejected", f.Namespace).Replicas(2).Recreate().Request("cpu", "100m").Obj(), gangDeployment())
+			_, err := tryCreateDeployment(ctx, f, "rejected", 2, gangDeployment())
 			gomega.Expect(err).To(gomega.HaveOccurred(), "a Deployment with spec.scheduling was admitted with WorkloadWithDeployment off")
 			gomega.Expect(err.Error()).To(gomega.And(gomega.ContainSubstring("spec.scheduling"), gomega.ContainSubstring(string(framework.WorkloadWithDeployment))))
 
@@ -64,16 +62,18 @@ var _ = ginkgo.Describe("WorkloadWithDeployment toggled on a live cluster", fram
 			ginkgo.By("gate off: scaling changes no minCount and creates no PodGroup; new pods carry no schedulingGroup")
 			scaleDeployment(ctx, f, live.Name, 4)
 			scaleDeployment(ctx, f, partial.Name, 2)
-			mixed := waitForState(ctx, f, live, "3 grouped pods and 1 ungrouped", gomega.SatisfyAll(
+			mixed := waitForState(ctx, f, live, "3 grouped pods and 1 ungrouped, all bound", gomega.SatisfyAll(
 				gomega.HaveField("Pods", gomega.HaveLen(4)),
+				gomega.WithTransform(func(s appState) int { return s.bound() }, gomega.Equal(4)),
 				gomega.WithTransform(func(s appState) int { return len(s.ungrouped()) }, gomega.Equal(1))))
 			keepsState(ctx, f, live, "its Workload and PodGroup at minCount 3", gomega.SatisfyAll(
 				gomega.HaveField("Workloads", gomega.ConsistOf(gomega.HaveField("MinCount", int32(3)))),
 				gomega.HaveField("PodGroups", gomega.ConsistOf(gomega.HaveField("MinCount", int32(3))))))
 			sameObjects(readState(ctx, f, live), before)
 			podsUndisturbed(mixed, before)
-			partialOff := waitForState(ctx, f, partial, "2 ungrouped pods and still no PodGroup", gomega.SatisfyAll(
+			partialOff := waitForState(ctx, f, partial, "2 bound ungrouped pods and still no PodGroup", gomega.SatisfyAll(
 				gomega.HaveField("Workloads", gomega.HaveLen(1)), gomega.HaveField("PodGroups", gomega.BeEmpty()),
+				gomega.WithTransform(func(s appState) int { return s.bound() }, gomega.Equal(2)),
 				gomega.WithTransform(func(s appState) int { return len(s.ungrouped()) }, gomega.Equal(2))))
 
 			ginkgo.By("gate off: a new Deployment with spec.scheduling gets no Workload")

@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/workload-aware/apps-harness/framework"
-	"github.com/workload-aware/apps-harness/framework/builder"
 	"github.com/workload-aware/apps-harness/pkg/localcluster"
 )
 
@@ -40,97 +39,102 @@ func deleteUngrouped(ctx context.Context, f *framework.Framework, s appState) {
 	}
 }
 
+// pathSubject is what the path needs of one KEP's workload kind.
+type pathSubject struct {
+	gate framework.FeatureGate
+	// create makes an app of small pods, with gang intent when gang is set,
+	// and returns the intent seam's error (a downgraded cluster rejects it).
+	create func(ctx context.Context, f *framework.Framework, name string, replicas int32, gang bool) (app, error)
+	scale  func(ctx context.Context, f *framework.Framework, name string, replicas int32)
+}
+
+var deploymentSubject = pathSubject{
+	gate: framework.WorkloadWithDeployment,
+	create: func(ctx context.Context, f *framework.Framework, name string, replicas int32, gang bool) (app, error) {
+		var cfg *framework.DeploymentScheduling
+		if gang {
+			cfg = gangDeployment()
+		}
+		_, err := tryCreateDeployment(ctx, f, name, replicas, cfg)
+		return app{Kind: "Deployment", Name: name}, err
+	},
+	scale: scaleDeployment,
+}
+
+var statefulSetSubject = pathSubject{
+	gate: framework.WorkloadWithStatefulSet,
+	create: func(ctx context.Context, f *framework.Framework, name string, replicas int32, gang bool) (app, error) {
+		var cfg *framework.StatefulSetScheduling
+		if gang {
+			cfg = gangStatefulSet()
+		}
+		_, err := tryCreateStatefulSet(ctx, f, name, replicas, true, cfg)
+		return app{Kind: "StatefulSet", Name: name}, err
+	},
+	scale: scaleStatefulSet,
+}
+
+// walkPath is the whole scripted path, asserting at every step what the KEPs
+// promise for s's kind.
+func walkPath(ctx context.Context, f *framework.Framework, s pathSubject) {
+	lc := framework.RequireLocalCluster()
+	history := framework.RecordWrites(ctx, f.Namespace, framework.WorkloadsResource, framework.PodGroupsResource)
+	mustCreate := func(name string, replicas int32, gang bool) app {
+		a, err := s.create(ctx, f, name, replicas, gang)
+		gomega.ExpectWithOffset(1, err).NotTo(gomega.HaveOccurred(), "creating %s", a)
+		return a
+	}
+	rollGate(ctx, lc, s.gate, false, true)
+
+	ginkgo.By("downgraded: spec.scheduling is rejected; an app without it runs")
+	_, err := s.create(ctx, f, "too-early", 1, true)
+	gomega.Expect(err).To(gomega.HaveOccurred(), "spec.scheduling was admitted with %s off", s.gate)
+	plain := mustCreate("plain", 2, false)
+	plainBefore := waitForState(ctx, f, plain, "2 ordinary pods", ungroupedOnly(2))
+
+	rollGate(ctx, lc, s.gate, true, false)
+	gang := mustCreate("gang", 3, true)
+	before := waitForState(ctx, f, gang, "a gang of 3", grouped(3, 3))
+	podsUndisturbed(readState(ctx, f, plain), plainBefore)
+
+	rollGate(ctx, lc, s.gate, false, false)
+	ginkgo.By("downgraded: the gang keeps its pods and objects; scaling it makes a pod outside the group")
+	podsUndisturbed(readState(ctx, f, gang), before)
+	s.scale(ctx, f, gang.Name, 4)
+	mixed := waitForState(ctx, f, gang, "3 grouped pods, 1 ungrouped, all bound, objects at minCount 3", gomega.SatisfyAll(
+		gomega.HaveField("Pods", gomega.HaveLen(4)),
+		gomega.WithTransform(func(s appState) int { return s.bound() }, gomega.Equal(4)),
+		gomega.WithTransform(func(s appState) int { return len(s.ungrouped()) }, gomega.Equal(1)),
+		gomega.HaveField("Workloads", gomega.ConsistOf(gomega.HaveField("MinCount", int32(3)))),
+		gomega.HaveField("PodGroups", gomega.ConsistOf(gomega.HaveField("MinCount", int32(3))))))
+	sameObjects(mixed, before)
+
+	rollGate(ctx, lc, s.gate, true, false)
+	ginkgo.By("upgraded again: the same objects, re-synced to minCount 4; the mixed pod is still there")
+	after := waitForState(ctx, f, gang, "minCount 4", gomega.SatisfyAll(
+		gomega.HaveField("Workloads", gomega.ConsistOf(gomega.HaveField("MinCount", int32(4)))),
+		gomega.HaveField("PodGroups", gomega.ConsistOf(gomega.HaveField("MinCount", int32(4))))))
+	sameObjects(after, before)
+	podsUndisturbed(after, mixed)
+	gomega.Expect(after.ungrouped()).To(gomega.HaveLen(1), "the pod made while downgraded has no schedulingGroup: %s", after)
+
+	deleteUngrouped(ctx, f, after)
+	recovered := waitForState(ctx, f, gang, "4 pods, all in the group", grouped(4, 4))
+	sameObjects(recovered, before)
+	podsUndisturbed(readState(ctx, f, plain), plainBefore)
+	expectCreations(history, 1, 1)
+}
+
 var _ = ginkgo.Describe("Upgrade, downgrade and upgrade again", framework.Serial, framework.Disruptive, framework.WithFeatureGate(framework.GenericWorkload), func() {
 	f := framework.New("upgrade-path")
 
 	ginkgo.It("keeps a live gang Deployment through WorkloadWithDeployment upgrade -> downgrade -> upgrade, including the mixed-pod state",
 		framework.ID("D-P4"), framework.KEP(6276), framework.WithFeatureGate(framework.WorkloadWithDeployment), func(ctx context.Context) {
-			lc := framework.RequireLocalCluster()
-			history := framework.RecordWrites(ctx, f.Namespace, framework.WorkloadsResource, framework.PodGroupsResource)
-			rollGate(ctx, lc, framework.WorkloadWithDeployment, false, true)
-
-			ginkgo.By("downgraded: spec.scheduling is rejected; a plain Deployment runs")
-			_, err := framework.Intent.CreateDeployment(ctx,
-				builder.Deployment("too-early", f.Namespace).Replicas(1).Recreate().Request("cpu", "100m").Obj(), gangDeployment())
-			gomega.Expect(err).To(gomega.HaveOccurred(), "spec.scheduling was admitted with the gate off")
-			plain := deploymentApp(createDeployment(ctx, f, "plain", 2, nil))
-			plainBefore := waitForState(ctx, f, plain, "2 ordinary pods", ungroupedOnly(2))
-
-			rollGate(ctx, lc, framework.WorkloadWithDeployment, true, false)
-			gang := deploymentApp(createDeployment(ctx, f, "gang", 3, gangDeployment()))
-			before := waitForState(ctx, f, gang, "a gang of 3", grouped(3, 3))
-			podsUndisturbed(readState(ctx, f, plain), plainBefore)
-
-			rollGate(ctx, lc, framework.WorkloadWithDeployment, false, false)
-			ginkgo.By("downgraded: the gang keeps its pods and objects; scaling it makes a pod outside the group")
-			podsUndisturbed(readState(ctx, f, gang), before)
-			scaleDeployment(ctx, f, gang.Name, 4)
-			mixed := waitForState(ctx, f, gang, "3 grouped pods, 1 ungrouped, objects at minCount 3", gomega.SatisfyAll(
-				gomega.HaveField("Pods", gomega.HaveLen(4)),
-				gomega.WithTransform(func(s appState) int { return len(s.ungrouped()) }, gomega.Equal(1)),
-				gomega.HaveField("Workloads", gomega.ConsistOf(gomega.HaveField("MinCount", int32(3)))),
-				gomega.HaveField("PodGroups", gomega.ConsistOf(gomega.HaveField("MinCount", int32(3))))))
-			sameObjects(mixed, before)
-
-			rollGate(ctx, lc, framework.WorkloadWithDeployment, true, false)
-			ginkgo.By("upgraded again: the same objects, re-synced to minCount 4; the mixed pod is still there")
-			after := waitForState(ctx, f, gang, "minCount 4", gomega.SatisfyAll(
-				gomega.HaveField("Workloads", gomega.ConsistOf(gomega.HaveField("MinCount", int32(4)))),
-				gomega.HaveField("PodGroups", gomega.ConsistOf(gomega.HaveField("MinCount", int32(4))))))
-			sameObjects(after, before)
-			podsUndisturbed(after, mixed)
-			gomega.Expect(after.ungrouped()).To(gomega.HaveLen(1), "the pod made while downgraded has no schedulingGroup: %s", after)
-
-			deleteUngrouped(ctx, f, after)
-			recovered := waitForState(ctx, f, gang, "4 pods, all in the group", grouped(4, 4))
-			sameObjects(recovered, before)
-			podsUndisturbed(readState(ctx, f, plain), plainBefore)
-			expectCreations(history, 1, 1)
+			walkPath(ctx, f, deploymentSubject)
 		})
 
 	ginkgo.It("keeps a live gang StatefulSet through WorkloadWithStatefulSet upgrade -> downgrade -> upgrade, including the mixed-pod state",
 		framework.ID("S-P6"), framework.KEP(6277), framework.WithFeatureGate(framework.WorkloadWithStatefulSet), func(ctx context.Context) {
-			lc := framework.RequireLocalCluster()
-			history := framework.RecordWrites(ctx, f.Namespace, framework.WorkloadsResource, framework.PodGroupsResource)
-			rollGate(ctx, lc, framework.WorkloadWithStatefulSet, false, true)
-
-			ginkgo.By("downgraded: spec.scheduling is rejected; a plain StatefulSet runs")
-			_, err := framework.Intent.CreateStatefulSet(ctx,
-				builder.StatefulSet("too-early", f.Namespace).Replicas(1).Parallel().Request("cpu", "100m").Obj(), gangStatefulSet())
-			gomega.Expect(err).To(gomega.HaveOccurred(), "spec.scheduling was admitted with the gate off")
-			plain := statefulSetApp(createStatefulSet(ctx, f, "plain", 2, true, nil))
-			plainBefore := waitForState(ctx, f, plain, "2 ordinary pods", ungroupedOnly(2))
-
-			rollGate(ctx, lc, framework.WorkloadWithStatefulSet, true, false)
-			gang := statefulSetApp(createStatefulSet(ctx, f, "gang", 3, true, gangStatefulSet()))
-			before := waitForState(ctx, f, gang, "a gang of 3", grouped(3, 3))
-			podsUndisturbed(readState(ctx, f, plain), plainBefore)
-
-			rollGate(ctx, lc, framework.WorkloadWithStatefulSet, false, false)
-			ginkgo.By("downgraded: the gang keeps its pods and objects; scaling it makes a pod outside the group")
-			podsUndisturbed(readState(ctx, f, gang), before)
-			scaleStatefulSet(ctx, f, gang.Name, 4)
-			mixed := waitForState(ctx, f, gang, "3 grouped pods, 1 ungrouped, objects at minCount 3", gomega.SatisfyAll(
-				gomega.HaveField("Pods", gomega.HaveLen(4)),
-				gomega.WithTransform(func(s appState) int { return s.bound() }, gomega.Equal(4)),
-				gomega.WithTransform(func(s appState) int { return len(s.ungrouped()) }, gomega.Equal(1)),
-				gomega.HaveField("Workloads", gomega.ConsistOf(gomega.HaveField("MinCount", int32(3)))),
-				gomega.HaveField("PodGroups", gomega.ConsistOf(gomega.HaveField("MinCount", int32(3))))))
-			sameObjects(mixed, before)
-
-			rollGate(ctx, lc, framework.WorkloadWithStatefulSet, true, false)
-			ginkgo.By("upgraded again: the same objects, re-synced to minCount 4; the mixed pod is still there")
-			after := waitForState(ctx, f, gang, "minCount 4", gomega.SatisfyAll(
-				gomega.HaveField("Workloads", gomega.ConsistOf(gomega.HaveField("MinCount", int32(4)))),
-				gomega.HaveField("PodGroups", gomega.ConsistOf(gomega.HaveField("MinCount", int32(4))))))
-			sameObjects(after, before)
-			podsUndisturbed(after, mixed)
-			gomega.Expect(after.ungrouped()).To(gomega.HaveLen(1), "the pod made while downgraded has no schedulingGroup: %s", after)
-
-			deleteUngrouped(ctx, f, after)
-			recovered := waitForState(ctx, f, gang, "4 pods, all in the group", grouped(4, 4))
-			sameObjects(recovered, before)
-			podsUndisturbed(readState(ctx, f, plain), plainBefore)
-			expectCreations(history, 1, 1)
+			walkPath(ctx, f, statefulSetSubject)
 		})
 })

@@ -48,23 +48,34 @@ type member struct {
 	Name  string
 	UID   types.UID
 	Node  string
+	Phase corev1.PodPhase
 	Group string
 }
 
 // appState is everything the specs assert on, as one value that prints whole
 // when a wait fails.
 type appState struct {
-	Workloads []object
-	PodGroups []object // live ones only
-	Pods      []member // not terminating
+	Workloads   []object
+	ReplicaSets []string // a Deployment's; empty for a StatefulSet
+	PodGroups   []object // live ones only
+	Pods        []member // not terminating
 }
 
 func (s appState) String() string {
 	var pods []string
 	for _, p := range s.Pods {
-		pods = append(pods, fmt.Sprintf("%s@%s group=%q", p.Name, p.Node, p.Group))
+		pods = append(pods, fmt.Sprintf("%s(%s)@%s group=%q", p.Name, p.Phase, p.Node, p.Group))
 	}
-	return fmt.Sprintf("workloads %v, podgroups %v, pods [%s]", s.Workloads, s.PodGroups, strings.Join(pods, " "))
+	return fmt.Sprintf("workloads %v, replicasets %v, podgroups %v, pods [%s]", s.Workloads, s.ReplicaSets, s.PodGroups, strings.Join(pods, " "))
+}
+
+// podUIDs maps pod name to UID.
+func (s appState) podUIDs() map[string]types.UID {
+	out := map[string]types.UID{}
+	for _, p := range s.Pods {
+		out[p.Name] = p.UID
+	}
+	return out
 }
 
 // grouped and ungrouped count the pods that name a PodGroup and those that do not.
@@ -110,16 +121,29 @@ func (s appState) uids() []types.UID {
 
 // readState reads a's Workloads, their live PodGroups and a's live pods.
 func readState(ctx context.Context, f *framework.Framework, a app) appState {
-	s := appState{Workloads: []object{}, PodGroups: []object{}, Pods: []member{}}
+	s := appState{Workloads: []object{}, ReplicaSets: []string{}, PodGroups: []object{}, Pods: []member{}}
 	cs := f.ClientSet
 	ws, err := cs.SchedulingV1beta1().Workloads(f.Namespace).List(ctx, metav1.ListOptions{})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "listing Workloads")
 	mine := map[string]bool{}
 	for i := range ws.Items {
 		w := &ws.Items[i]
-		if ref := metav1.GetControllerOf(w); ref != nil && ref.Kind == a.Kind && ref.Name == a.Name {
+		// By controller ownerReference, or by spec.controllerRef (the KEPs'
+		// discovery reference) for a Workload someone else created.
+		owner, ref := metav1.GetControllerOf(w), w.Spec.ControllerRef
+		if (owner != nil && owner.Kind == a.Kind && owner.Name == a.Name) ||
+			(ref != nil && ref.APIGroup == appsv1.GroupName && ref.Kind == a.Kind && ref.Name == a.Name) {
 			mine[w.Name] = true
 			s.Workloads = append(s.Workloads, object{Name: w.Name, UID: w.UID, MinCount: framework.WorkloadMinCount(w)})
+		}
+	}
+	if a.Kind == "Deployment" {
+		rss, err := cs.AppsV1().ReplicaSets(f.Namespace).List(ctx, metav1.ListOptions{})
+		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "listing ReplicaSets")
+		for i := range rss.Items {
+			if ref := metav1.GetControllerOf(&rss.Items[i]); ref != nil && ref.Kind == a.Kind && ref.Name == a.Name {
+				s.ReplicaSets = append(s.ReplicaSets, rss.Items[i].Name)
+			}
 		}
 	}
 	pgs, err := cs.SchedulingV1beta1().PodGroups(f.Namespace).List(ctx, metav1.ListOptions{})
@@ -136,7 +160,7 @@ func readState(ctx context.Context, f *framework.Framework, a app) appState {
 		if p.DeletionTimestamp != nil {
 			continue
 		}
-		m := member{Name: p.Name, UID: p.UID, Node: p.Spec.NodeName}
+		m := member{Name: p.Name, UID: p.UID, Node: p.Spec.NodeName, Phase: p.Status.Phase}
 		if p.Spec.SchedulingGroup != nil {
 			m.Group = ptr.Deref(p.Spec.SchedulingGroup.PodGroupName, "")
 		}
@@ -240,25 +264,33 @@ func basicStatefulSet() *framework.StatefulSetScheduling {
 	}}
 }
 
-// createDeployment creates a Recreate Deployment of small pods with cfg
+// tryCreateDeployment creates a Recreate Deployment of small pods with cfg
 // (nil: no scheduling intent) through the intent seam.
-func createDeployment(ctx context.Context, f *framework.Framework, name string, replicas int32, cfg *framework.DeploymentScheduling) *appsv1.Deployment {
+func tryCreateDeployment(ctx context.Context, f *framework.Framework, name string, replicas int32, cfg *framework.DeploymentScheduling) (*appsv1.Deployment, error) {
 	d := builder.Deployment(name, f.Namespace).Replicas(replicas).Recreate().Request(corev1.ResourceCPU, "100m").Obj()
-	created, err := framework.Intent.CreateDeployment(ctx, d, cfg)
+	return framework.Intent.CreateDeployment(ctx, d, cfg)
+}
+
+func createDeployment(ctx context.Context, f *framework.Framework, name string, replicas int32, cfg *framework.DeploymentScheduling) *appsv1.Deployment {
+	created, err := tryCreateDeployment(ctx, f, name, replicas, cfg)
 	gomega.ExpectWithOffset(1, err).NotTo(gomega.HaveOccurred(), "creating Deployment %s", name)
 	return created
 }
 
-// createStatefulSet creates a StatefulSet of small pods with cfg (nil: no
+// tryCreateStatefulSet creates a StatefulSet of small pods with cfg (nil: no
 // scheduling intent); parallel selects podManagementPolicy Parallel.
-func createStatefulSet(ctx context.Context, f *framework.Framework, name string, replicas int32, parallel bool, cfg *framework.StatefulSetScheduling) *appsv1.StatefulSet {
+func tryCreateStatefulSet(ctx context.Context, f *framework.Framework, name string, replicas int32, parallel bool, cfg *framework.StatefulSetScheduling) (*appsv1.StatefulSet, error) {
 	w := builder.StatefulSet(name, f.Namespace).Replicas(replicas).Request(corev1.ResourceCPU, "100m")
 	if parallel {
 		w = w.Parallel()
 	} else {
 		w = w.OrderedReady()
 	}
-	created, err := framework.Intent.CreateStatefulSet(ctx, w.Obj(), cfg)
+	return framework.Intent.CreateStatefulSet(ctx, w.Obj(), cfg)
+}
+
+func createStatefulSet(ctx context.Context, f *framework.Framework, name string, replicas int32, parallel bool, cfg *framework.StatefulSetScheduling) *appsv1.StatefulSet {
+	created, err := tryCreateStatefulSet(ctx, f, name, replicas, parallel, cfg)
 	gomega.ExpectWithOffset(1, err).NotTo(gomega.HaveOccurred(), "creating StatefulSet %s", name)
 	return created
 }
