@@ -37,6 +37,13 @@ func ResourceClaimTemplate(name, namespace string, devices int) *resourcev1.Reso
 	}
 }
 
+// CreateResourceClaimTemplate creates, in the spec's namespace, a template of
+// devices harness devices (0: a claim without requests).
+func CreateResourceClaimTemplate(ctx context.Context, f *Framework, name string, devices int) {
+	_, err := f.ClientSet.ResourceV1().ResourceClaimTemplates(f.Namespace).Create(ctx, ResourceClaimTemplate(name, f.Namespace, devices), metav1.CreateOptions{})
+	gomega.ExpectWithOffset(1, err).NotTo(gomega.HaveOccurred(), "creating ResourceClaimTemplate %s", name)
+}
+
 // ResourceClaim is a named claim for one device of the harness class.
 func ResourceClaim(name, namespace string) *resourcev1.ResourceClaim {
 	return &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}, Spec: claimSpec(1)}

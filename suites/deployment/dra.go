@@ -30,7 +30,7 @@ var _ = ginkgo.Describe("Deployments with PodGroup-level ResourceClaims", framew
 		f := framework.New("deploy-dra")
 
 		ginkgo.It("generates one claim per PodGroup from a template and deletes it with the PodGroup at zero replicas", framework.ID("D-E5"), func(ctx context.Context) {
-			draCreateTemplate(ctx, f, "gpu", 1)
+			framework.CreateResourceClaimTemplate(ctx, f, "gpu", 1)
 			d := create(ctx, draTemplateDeployment(f, "tmpl", 3).Recreate().Obj(), draGang(draTemplateClaim("gpu")))
 			framework.WaitForPodsRunning(ctx, podsOf(f, d), 3)
 			pg, claim := draExpectSharedClaim(ctx, f, d, 3)
@@ -106,7 +106,7 @@ var _ = ginkgo.Describe("Deployments with PodGroup-level ResourceClaims", framew
 		})
 
 		ginkgo.It("deletes the old PodGroup and its generated claim when a Recreate rollout takes the old ReplicaSet to zero", framework.ID("D-I6"), func(ctx context.Context) {
-			draCreateTemplate(ctx, f, "gpu", 1)
+			framework.CreateResourceClaimTemplate(ctx, f, "gpu", 1)
 			d := create(ctx, draTemplateDeployment(f, "rollout", 2).Recreate().Obj(), draGang(draTemplateClaim("gpu")))
 			framework.WaitForPodsRunning(ctx, podsOf(f, d), 2)
 			oldPG, oldClaim := draExpectSharedClaim(ctx, f, d, 2)
@@ -163,7 +163,7 @@ var _ = ginkgo.Describe("Deployments with PodGroup-level ResourceClaims", framew
 					Changes: framework.GateOn(framework.DRAWorkloadResourceClaims, false,
 						localcluster.APIServer, localcluster.ControllerManager, localcluster.Scheduler, localcluster.WASControllerManager),
 				})
-				draCreateTemplate(ctx, f, "gpu", 1)
+				framework.CreateResourceClaimTemplate(ctx, f, "gpu", 1)
 				cfg := draGang(draTemplateClaim("gpu"))
 				d := create(ctx, draTemplateDeployment(f, "gate-off", 3).Recreate().Obj(), cfg)
 				stored, err := framework.Intent.DeploymentScheduling(ctx, f.Namespace, d.Name)
@@ -218,12 +218,6 @@ func draTemplateClaim(template string) schedulingv1alpha3.WorkloadPodGroupResour
 func draTemplateDeployment(f *framework.Framework, name string, replicas int32) *builder.DeploymentWrapper {
 	return builder.Deployment(name, f.Namespace).Replicas(replicas).Request(corev1.ResourceCPU, "100m").
 		PodTemplate(func(p *builder.PodWrapper) { p.ResourceClaim(draEntry, "", "gpu") })
-}
-
-// draCreateTemplate creates a ResourceClaimTemplate of devices harness devices.
-func draCreateTemplate(ctx context.Context, f *framework.Framework, name string, devices int) {
-	_, err := f.ClientSet.ResourceV1().ResourceClaimTemplates(f.Namespace).Create(ctx, framework.ResourceClaimTemplate(name, f.Namespace, devices), metav1.CreateOptions{})
-	gomega.ExpectWithOffset(1, err).NotTo(gomega.HaveOccurred(), "creating ResourceClaimTemplate %s", name)
 }
 
 // draLivePodGroups lists the namespace's PodGroups that are not being deleted.

@@ -23,7 +23,7 @@ var _ = ginkgo.Describe("StatefulSets with PodGroup-level ResourceClaims", frame
 
 		ginkgo.It("generates one claim for the PodGroup from a template, reserved for the PodGroup, shared by pods added on scale-up",
 			framework.ID("S-I12", "S-I13", "S-I14", "S-E14"), func(ctx context.Context) {
-				draCreateTemplate(ctx, f, "gpu", 1)
+				framework.CreateResourceClaimTemplate(ctx, f, "gpu", 1)
 				cfg := draGang(draClaim("gpu", "", "gpu"))
 				set := create(ctx, draSet(f, "tmpl", 2, draClaim("gpu", "", "gpu")).Obj(), cfg)
 				framework.WaitForPodsRunning(ctx, podsOf(f, set), 2)
@@ -66,7 +66,7 @@ var _ = ginkgo.Describe("StatefulSets with PodGroup-level ResourceClaims", frame
 		// claim reserved for it outlives zero replicas (and holds its device).
 		ginkgo.It("keeps the claim allocated and reserved for the retained PodGroup at zero replicas; deleting the PodGroup deletes the claim",
 			framework.ID("S-E7", "S-I15"), func(ctx context.Context) {
-				draCreateTemplate(ctx, f, "gpu", 1)
+				framework.CreateResourceClaimTemplate(ctx, f, "gpu", 1)
 				set := create(ctx, draSet(f, "zero", 2, draClaim("gpu", "", "gpu")).Obj(), draGang(draClaim("gpu", "", "gpu")))
 				framework.WaitForPodsRunning(ctx, podsOf(f, set), 2)
 				w := theWorkload(ctx, f, set)
@@ -113,9 +113,9 @@ var _ = ginkgo.Describe("StatefulSets with PodGroup-level ResourceClaims", frame
 		// claims already hold.)
 		ginkgo.It("gives pods a pod-scoped claim for a changed claim reference on a rolling update; matching claims stay shared, the unused shared claim stays allocated",
 			framework.ID("S-E8"), func(ctx context.Context) {
-				draCreateTemplate(ctx, f, "gpu", 1)
-				draCreateTemplate(ctx, f, "gpu-own", 1)
-				draCreateTemplate(ctx, f, "none", 0)
+				framework.CreateResourceClaimTemplate(ctx, f, "gpu", 1)
+				framework.CreateResourceClaimTemplate(ctx, f, "gpu-own", 1)
+				framework.CreateResourceClaimTemplate(ctx, f, "none", 0)
 				cfg := draGang(draClaim("gpu", "", "gpu"), draClaim("ctl", "", "none"))
 				set := create(ctx, draSet(f, "roll", 2, draClaim("gpu", "", "gpu"), draClaim("ctl", "", "none")).Obj(), cfg)
 				framework.WaitForPodsRunning(ctx, podsOf(f, set), 2)
@@ -196,12 +196,6 @@ func draSet(f *framework.Framework, name string, replicas int32, claims ...sched
 			p.ResourceClaim(c.Name, ptr.Deref(c.ResourceClaimName, ""), ptr.Deref(c.ResourceClaimTemplateName, ""))
 		}
 	})
-}
-
-// draCreateTemplate creates a ResourceClaimTemplate of devices harness devices.
-func draCreateTemplate(ctx context.Context, f *framework.Framework, name string, devices int) {
-	_, err := f.ClientSet.ResourceV1().ResourceClaimTemplates(f.Namespace).Create(ctx, framework.ResourceClaimTemplate(name, f.Namespace, devices), metav1.CreateOptions{})
-	gomega.ExpectWithOffset(1, err).NotTo(gomega.HaveOccurred(), "creating ResourceClaimTemplate %s", name)
 }
 
 func draClaimInput(f *framework.Framework, pg *schedulingv1beta1.PodGroup, entry string) framework.PodGroupClaimInput {
