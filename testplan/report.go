@@ -124,6 +124,28 @@ func ReadInputs(junitPath, goTestJSONPath string) ([]TestResult, []Input, error)
 	return all, inputs, nil
 }
 
+// UnitTestsNotRun returns a SKIP result for every unit-level plan item when
+// the go test -json input was not found (a vendor run against an existing
+// cluster, a Sonobuoy plugin): those items are proved by Go tests of the
+// reference implementation's code, which did not run, so the report says so
+// instead of calling them MISSING. An e2e spec naming the same id still wins.
+func UnitTestsNotRun(plan *Plan, inputs []Input) []TestResult {
+	for _, in := range inputs {
+		if in.Source == SourceGoTest && in.Found {
+			return nil
+		}
+	}
+	var out []TestResult
+	for _, it := range plan.Items {
+		if it.Level != LevelUnit {
+			continue
+		}
+		out = append(out, TestResult{Source: SourceGoTest, Name: "go test (not run)", Status: StatusSkip, IDs: []string{it.ID},
+			Reason: "unit-level item, proved by the Go tests of the reference implementation; no go test -json input was given (make test writes unit.json)"})
+	}
+	return out
+}
+
 // ---------------------------------------------------------------------------
 // Ginkgo JUnit
 

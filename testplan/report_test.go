@@ -633,3 +633,26 @@ func TestParseStatus(t *testing.T) {
 		t.Errorf("ParseStatus(FAILED) succeeded")
 	}
 }
+
+// Without go test -json, unit-level items are SKIP with the reason, not
+// MISSING; an e2e spec naming a unit id (S-U12's twin) still decides it; with
+// the input present nothing is synthesised.
+func TestUnitTestsNotRunAreSkippedWithAReason(t *testing.T) {
+	plan := loadPlan(t)
+	notRun := []Input{{Source: SourceJUnit, Found: true}, {Source: SourceGoTest, Path: "unit.json"}}
+	e2e := []TestResult{{Source: SourceJUnit, Name: "crash spec", Status: StatusPass, IDs: []string{"S-U12"}}}
+	rep := Aggregate(plan, append(e2e, UnitTestsNotRun(plan, notRun)...))
+	if res, _ := rep.Get("D-U1"); res.Status != StatusSkip || !strings.Contains(evidenceCell(res), "make test writes unit.json") {
+		t.Errorf("D-U1 = %s (%s), want SKIP naming make test", res.Status, evidenceCell(res))
+	}
+	if res, _ := rep.Get("S-U12"); res.Status != StatusPass {
+		t.Errorf("S-U12 = %s, want PASS from its e2e twin", res.Status)
+	}
+	if res, _ := rep.Get("D-I1"); res.Status != StatusMissing {
+		t.Errorf("D-I1 = %s, want MISSING: only unit-level items are skipped", res.Status)
+	}
+	found := []Input{{Source: SourceGoTest, Path: "unit.json", Found: true}}
+	if got := UnitTestsNotRun(plan, found); len(got) != 0 {
+		t.Errorf("with unit.json present, %d results were synthesised", len(got))
+	}
+}

@@ -63,7 +63,7 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "testplan-report: %v\n", err)
 		return 2
 	}
-	rep := testplan.Aggregate(plan, results)
+	rep := testplan.Aggregate(plan, append(results, testplan.UnitTestsNotRun(plan, inputs)...))
 	rep.Inputs = inputs
 	if *envPath == "" {
 		*envPath = filepath.Join(filepath.Dir(*junit), testplan.EnvironmentFile)
