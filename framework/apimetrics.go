@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"k8s.io/client-go/kubernetes"
@@ -28,8 +29,7 @@ func ReadWriteCounts(ctx context.Context, cs kubernetes.Interface, group string,
 	if err != nil {
 		return nil, fmt.Errorf("reading the apiserver's /metrics: %w", err)
 	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
+	families, err := parseMetrics(raw)
 	if err != nil {
 		return nil, fmt.Errorf("parsing the apiserver's /metrics: %w", err)
 	}
@@ -105,4 +105,11 @@ func (w WriteCounts) Without(prefixes ...string) WriteCounts {
 		}
 	}
 	return out
+}
+
+// parseMetrics parses Prometheus text exposition, as every Kubernetes
+// component serves it on /metrics.
+func parseMetrics(raw []byte) (map[string]*dto.MetricFamily, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	return parser.TextToMetricFamilies(bytes.NewReader(raw))
 }

@@ -1,7 +1,6 @@
 package framework
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -10,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -101,7 +98,7 @@ func CheckPrerequisites(ctx context.Context, cfg *rest.Config, opts PrereqOption
 	env.ServerVersion = v.GitVersion
 
 	for _, api := range neededAPIs {
-		served := servesAll(cs, api.gv, api.resources)
+		served := Serves(cs, api.gv, api.resources)
 		env.APIs = append(env.APIs, testplan.APICheck{GroupVersion: api.gv, Resources: api.resources, Served: served, Required: api.required})
 		if !served {
 			problem(api.required, "%s (%s) is not served: %s", api.gv, strings.Join(api.resources, ", "), api.fix)
@@ -138,8 +135,8 @@ func CheckPrerequisites(ctx context.Context, cfg *rest.Config, opts PrereqOption
 	return env
 }
 
-// servesAll reports whether discovery lists every resource of gv.
-func servesAll(cs kubernetes.Interface, gv string, resources []string) bool {
+// Serves reports whether discovery lists every resource of gv.
+func Serves(cs kubernetes.Interface, gv string, resources []string) bool {
 	list, err := cs.Discovery().ServerResourcesForGroupVersion(gv)
 	if err != nil {
 		return false
@@ -163,8 +160,7 @@ func apiServerGates(ctx context.Context, cs kubernetes.Interface) (map[string]bo
 }
 
 func parseFeatureGates(raw []byte) (map[string]bool, error) {
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
+	families, err := parseMetrics(raw)
 	if err != nil {
 		return nil, fmt.Errorf("parsing /metrics: %w", err)
 	}

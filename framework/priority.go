@@ -1,11 +1,8 @@
 package framework
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 	"sync"
@@ -17,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -37,27 +33,17 @@ const (
 
 // PriorityClassFixtures decodes the fixture's PriorityClasses by name.
 func PriorityClassFixtures() (map[string]*schedulingv1.PriorityClass, error) {
-	data, err := fixtures.FS.ReadFile(PriorityClassesFixture)
+	docs, err := fixtures.Documents(PriorityClassesFixture)
 	if err != nil {
 		return nil, err
 	}
 	out := map[string]*schedulingv1.PriorityClass{}
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for {
-		doc, err := r.Read()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", PriorityClassesFixture, err)
-		}
+	for _, doc := range docs {
 		pc := &schedulingv1.PriorityClass{}
 		if err := yaml.UnmarshalStrict(doc, pc); err != nil {
 			return nil, fmt.Errorf("%s: %w", PriorityClassesFixture, err)
 		}
-		if pc.Name != "" {
-			out[pc.Name] = pc
-		}
+		out[pc.Name] = pc
 	}
 	for _, name := range []string{PriorityLow, PriorityHigh} {
 		if out[name] == nil {

@@ -25,6 +25,9 @@ type ComponentChange struct {
 	// OmitGates are left out of the component's --feature-gates (a binary of
 	// an older version refuses gates it does not know).
 	OmitGates []string
+	// Args are flags (without "--") merged over the component's extra flags,
+	// e.g. the reference controller-manager's crash-after.
+	Args map[string]string
 }
 
 func (c ComponentChange) String() string {
@@ -40,6 +43,9 @@ func (c ComponentChange) String() string {
 	}
 	if len(c.OmitGates) > 0 {
 		parts = append(parts, "without gates "+strings.Join(c.OmitGates, ","))
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.Args)) {
+		parts = append(parts, fmt.Sprintf("--%s=%s", k, c.Args[k]))
 	}
 	return fmt.Sprintf("%s with %s", c.Component, strings.Join(parts, ", "))
 }
@@ -112,6 +118,12 @@ func applyChange(cc *localcluster.ComponentConfig, change ComponentChange) {
 		cc.Binary = change.Binary
 	}
 	cc.OmitFeatureGates = append(cc.OmitFeatureGates, change.OmitGates...)
+	if len(change.Args) > 0 {
+		if cc.ExtraArgs == nil {
+			cc.ExtraArgs = map[string]string{}
+		}
+		maps.Copy(cc.ExtraArgs, change.Args)
+	}
 }
 
 // GateOn returns ComponentChanges that set gate to on for each component.

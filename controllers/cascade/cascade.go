@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/workload-aware/apps-harness/controllers/queue"
 	"github.com/workload-aware/apps-harness/controllers/schedulingapi"
 )
 
@@ -106,21 +107,7 @@ func (f *Finisher) enqueueTerminating(namespace string) {
 func (f *Finisher) Run(ctx context.Context) {
 	defer utilruntime.HandleCrash()
 	defer f.queue.ShutDown()
-	go wait.UntilWithContext(ctx, func(ctx context.Context) {
-		for {
-			key, quit := f.queue.Get()
-			if quit {
-				return
-			}
-			if err := f.sync(ctx, key); err != nil {
-				klog.FromContext(ctx).V(2).Info("Requeueing PodGroup cascade", "key", key, "err", err)
-				f.queue.AddRateLimited(key)
-			} else {
-				f.queue.Forget(key)
-			}
-			f.queue.Done(key)
-		}
-	}, time.Second)
+	go wait.UntilWithContext(ctx, func(ctx context.Context) { queue.Process(ctx, f.queue, f.sync) }, time.Second)
 	<-ctx.Done()
 }
 

@@ -13,9 +13,9 @@ import (
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
 
 	"github.com/workload-aware/apps-harness/controllers/objcache"
+	"github.com/workload-aware/apps-harness/controllers/queue"
 )
 
 // Workers reconcile what the hooks do not see: a Workload or PodGroup deleted
@@ -108,27 +108,10 @@ func (w *Workers) Run(ctx context.Context, workers int) {
 	defer w.deployQueue.ShutDown()
 	defer w.rsQueue.ShutDown()
 	for range workers {
-		go wait.UntilWithContext(ctx, func(ctx context.Context) { w.process(ctx, w.deployQueue, w.syncDeployment) }, time.Second)
-		go wait.UntilWithContext(ctx, func(ctx context.Context) { w.process(ctx, w.rsQueue, w.syncReplicaSet) }, time.Second)
+		go wait.UntilWithContext(ctx, func(ctx context.Context) { queue.Process(ctx, w.deployQueue, w.syncDeployment) }, time.Second)
+		go wait.UntilWithContext(ctx, func(ctx context.Context) { queue.Process(ctx, w.rsQueue, w.syncReplicaSet) }, time.Second)
 	}
 	<-ctx.Done()
-}
-
-func (w *Workers) process(ctx context.Context, q workqueue.TypedRateLimitingInterface[string], sync func(context.Context, string) error) {
-	for {
-		key, quit := q.Get()
-		if quit {
-			return
-		}
-		err := sync(ctx, key)
-		if err == nil {
-			q.Forget(key)
-		} else {
-			klog.FromContext(ctx).V(2).Info("Requeueing", "queue", q, "key", key, "err", err)
-			q.AddRateLimited(key)
-		}
-		q.Done(key)
-	}
 }
 
 func (w *Workers) syncDeployment(ctx context.Context, key string) error {

@@ -10,7 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/klog/v2"
+
+	"github.com/workload-aware/apps-harness/controllers/queue"
 )
 
 // SyncWorker resolves every StatefulSet with scheduling intent when it is
@@ -51,27 +52,9 @@ func (w *SyncWorker) Run(ctx context.Context, n int) {
 	defer utilruntime.HandleCrash()
 	defer w.queue.ShutDown()
 	for range n {
-		go wait.UntilWithContext(ctx, func(ctx context.Context) {
-			for w.next(ctx) {
-			}
-		}, time.Second)
+		go wait.UntilWithContext(ctx, func(ctx context.Context) { queue.Process(ctx, w.queue, w.sync) }, time.Second)
 	}
 	<-ctx.Done()
-}
-
-func (w *SyncWorker) next(ctx context.Context) bool {
-	key, quit := w.queue.Get()
-	if quit {
-		return false
-	}
-	defer w.queue.Done(key)
-	if err := w.sync(ctx, key); err != nil {
-		klog.FromContext(ctx).V(2).Info("Resolving StatefulSet scheduling objects failed; retrying", "statefulset", key, "err", err)
-		w.queue.AddRateLimited(key)
-		return true
-	}
-	w.queue.Forget(key)
-	return true
 }
 
 func (w *SyncWorker) sync(ctx context.Context, key string) error {

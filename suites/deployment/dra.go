@@ -148,16 +148,10 @@ var _ = ginkgo.Describe("Deployments with PodGroup-level ResourceClaims", framew
 		// consult the gate (rejection is deferred to Beta), so it stays on.
 		ginkgo.It("stores resourceClaims but gives pods per-pod claims when DRAWorkloadResourceClaims is off", framework.ID("D-P6"),
 			framework.Serial, framework.Disruptive, func(ctx context.Context) {
-				// The apiserver goes first: a kube-controller-manager still
-				// building its controllers exits when the apiserver goes away
-				// (measured: "Error building controllers ... connection
-				// refused"). Reconfigure restores in reverse, the apiserver
-				// last, so kube-controller-manager is restarted once more
-				// after that (this DeferCleanup runs after the restores).
+				// The apiserver goes first. A kube-controller-manager that is
+				// still starting when the apiserver restarts exits; the restart
+				// of the apiserver starts it again (localcluster heals).
 				lc := framework.RequireLocalCluster()
-				ginkgo.DeferCleanup(func(ctx context.Context) {
-					gomega.Expect(lc.Restart(ctx, localcluster.ControllerManager, nil)).To(gomega.Succeed(), "restarting kube-controller-manager after the apiserver's restore")
-				})
 				framework.Reconfigure(ctx, framework.ReconfigureInput{
 					Cluster: lc,
 					Changes: framework.GateOn(framework.DRAWorkloadResourceClaims, false,

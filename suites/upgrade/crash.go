@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"reflect"
 	"slices"
 	"strings"
 	"syscall"
@@ -189,39 +188,24 @@ func crashControllerFor(c crashCase, namespace string) *crashController {
 	if !slices.Contains(lc.RunningComponents(), localcluster.WASControllerManager) {
 		ginkgo.Skip("the local cluster runs without the reference implementation (was-controller-manager): nothing to crash")
 	}
-	orig := lc.Config().Components[localcluster.WASControllerManager].DeepCopy()
-	restart := func(ctx context.Context, what string, mutate func(*localcluster.ComponentConfig)) {
-		gomega.Expect(lc.Restart(ctx, localcluster.WASControllerManager, func(cc *localcluster.ComponentConfig) {
-			*cc = orig.DeepCopy()
-			if mutate != nil {
-				mutate(cc)
-			}
-		})).To(gomega.Succeed(), "restarting was-controller-manager %s", what)
+	// Reconfigure restores the suite's settings after the spec whatever
+	// happens (before the namespace is deleted: cleanups run LIFO); resume
+	// restores them at once.
+	ctl := &crashController{lc: lc}
+	reconfigure := func(ctx context.Context, args map[string]string) {
+		ctl.resume = framework.Reconfigure(ctx, framework.ReconfigureInput{Cluster: lc, Changes: []framework.ComponentChange{{
+			Component: localcluster.WASControllerManager, Args: args,
+		}}})
 	}
-	// Whatever happens in the spec, the next spec gets the controller as the
-	// suite configured it (runs before the namespace is deleted: LIFO).
-	ginkgo.DeferCleanup(func(ctx context.Context) {
-		now := lc.Config().Components[localcluster.WASControllerManager]
-		pid := lc.PIDs()[localcluster.WASControllerManager]
-		if reflect.DeepEqual(now, orig) && pid != 0 && syscall.Kill(pid, 0) == nil {
-			return
-		}
-		restart(ctx, "with its original flags", nil)
-	})
-	ctl := &crashController{lc: lc, resume: func(ctx context.Context) { restart(ctx, "with its original flags", nil) }}
 	if mode == "seed" {
 		ctl.seed = true
 		// --controllers= runs no controller: the process stays up and healthy, idle.
-		ctl.interrupt = func(ctx context.Context) {
-			restart(ctx, "without controllers", func(cc *localcluster.ComponentConfig) { setArg(cc, "controllers", "") })
-		}
+		ctl.interrupt = func(ctx context.Context) { reconfigure(ctx, map[string]string{"controllers": ""}) }
 		return ctl
 	}
 	ctl.interrupt = func(ctx context.Context) {
 		// Scoped to the spec's namespace: no other object can trigger it.
-		restart(ctx, "armed", func(cc *localcluster.ComponentConfig) {
-			setArg(cc, "crash-after", string(c.Point)+"@"+namespace)
-		})
+		reconfigure(ctx, map[string]string{"crash-after": string(c.Point) + "@" + namespace})
 		ctl.armedPID = lc.PIDs()[localcluster.WASControllerManager]
 	}
 	return ctl
@@ -229,13 +213,6 @@ func crashControllerFor(c crashCase, namespace string) *crashController {
 
 func logCrash(format string, args ...any) {
 	ginkgo.GinkgoWriter.Printf(format+"\n", args...)
-}
-
-func setArg(cc *localcluster.ComponentConfig, key, value string) {
-	if cc.ExtraArgs == nil {
-		cc.ExtraArgs = map[string]string{}
-	}
-	cc.ExtraArgs[key] = value
 }
 
 // vendorController drives an implementation on an existing cluster through

@@ -33,21 +33,6 @@ var workloadGates = []string{
 	string(framework.TopologyAwareWorkloadScheduling), "CompositePodGroup",
 }
 
-// served reports whether the apiserver's discovery lists workloads in
-// scheduling.k8s.io/v1beta1.
-func served(f *framework.Framework) bool {
-	list, err := f.ClientSet.Discovery().ServerResourcesForGroupVersion("scheduling.k8s.io/v1beta1")
-	if err != nil {
-		return false
-	}
-	for _, r := range list.APIResources {
-		if r.Name == "workloads" {
-			return true
-		}
-	}
-	return false
-}
-
 func counter(ctx context.Context, url, name string) float64 {
 	v, err := framework.ReadCounter(ctx, url, name)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
@@ -85,7 +70,7 @@ var _ = ginkgo.Describe("Version skew", framework.Serial, framework.Disruptive, 
 			restore := framework.Reconfigure(ctx, framework.ReconfigureInput{Cluster: lc, Changes: []framework.ComponentChange{{
 				Component: localcluster.APIServer, RuntimeConfig: map[string]string{"scheduling.k8s.io/v1beta1": "false"},
 			}}})
-			gomega.Eventually(ctx, func() bool { return served(f) }).WithTimeout(f.Timeouts.Namespace).WithPolling(f.Timeouts.Poll).
+			gomega.Eventually(ctx, func() bool { return framework.Serves(f.ClientSet, "scheduling.k8s.io/v1beta1", []string{"workloads"}) }).WithTimeout(f.Timeouts.Namespace).WithPolling(f.Timeouts.Poll).
 				Should(gomega.BeFalse(), "waiting for discovery to stop listing scheduling.k8s.io/v1beta1 workloads")
 			stsErrors := counter(ctx, metricsURL, stsCreationErrors)
 			deployErrors := counter(ctx, metricsURL, deploymentCreationErrors)
@@ -119,7 +104,7 @@ var _ = ginkgo.Describe("Version skew", framework.Serial, framework.Disruptive, 
 			}).WithTimeout(f.Timeouts.StaysUnbound).WithPolling(f.Timeouts.Poll).Should(gomega.Equal("deployment pods=0 statefulset pods=0"))
 
 			restore(ctx)
-			gomega.Eventually(ctx, func() bool { return served(f) }).WithTimeout(f.Timeouts.Namespace).WithPolling(f.Timeouts.Poll).
+			gomega.Eventually(ctx, func() bool { return framework.Serves(f.ClientSet, "scheduling.k8s.io/v1beta1", []string{"workloads"}) }).WithTimeout(f.Timeouts.Namespace).WithPolling(f.Timeouts.Poll).
 				Should(gomega.BeTrue(), "waiting for discovery to list scheduling.k8s.io/v1beta1 workloads again")
 
 			ginkgo.By("served again: both gangs converge without anyone touching them")
