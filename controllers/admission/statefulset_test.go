@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
-	"github.com/workload-aware/apps-harness/controllers/intent"
+	"github.com/workload-aware/apps-harness/api/intent"
 )
 
 // The exact messages KEP-6277 gives, as field.Error.Error() renders them.

@@ -16,7 +16,7 @@ import (
 	"k8s.io/kubernetes/pkg/controller"
 	"k8s.io/utils/ptr"
 
-	"github.com/workload-aware/apps-harness/controllers/intent"
+	"github.com/workload-aware/apps-harness/api/intent"
 )
 
 // TestKEP6276BuildWorkload covers D-U1: the Deployment-owned Workload.

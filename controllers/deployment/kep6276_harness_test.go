@@ -32,7 +32,7 @@ import (
 	"k8s.io/kubernetes/pkg/controller"
 	"k8s.io/utils/ptr"
 
-	"github.com/workload-aware/apps-harness/controllers/intent"
+	"github.com/workload-aware/apps-harness/api/intent"
 	"github.com/workload-aware/apps-harness/controllers/schedulingapi"
 )
 

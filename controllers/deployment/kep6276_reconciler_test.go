@@ -18,7 +18,7 @@ import (
 	"k8s.io/kubernetes/pkg/controller"
 	"k8s.io/utils/ptr"
 
-	"github.com/workload-aware/apps-harness/controllers/intent"
+	"github.com/workload-aware/apps-harness/api/intent"
 )
 
 // ktGangSetup is a gang Deployment (full intent, replicas 4) in the lister,

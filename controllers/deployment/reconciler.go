@@ -37,7 +37,7 @@ import (
 
 	"github.com/workload-aware/apps-harness/controllers/crashpoint"
 	"github.com/workload-aware/apps-harness/controllers/features"
-	"github.com/workload-aware/apps-harness/controllers/intent"
+	"github.com/workload-aware/apps-harness/api/intent"
 	"github.com/workload-aware/apps-harness/controllers/objcache"
 	"github.com/workload-aware/apps-harness/controllers/schedulingapi"
 )

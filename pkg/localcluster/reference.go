@@ -12,7 +12,7 @@ import (
 
 	"github.com/workload-aware/apps-harness/controllers/admission"
 	"github.com/workload-aware/apps-harness/controllers/config"
-	"github.com/workload-aware/apps-harness/controllers/intent"
+	"github.com/workload-aware/apps-harness/api/intent"
 )
 
 // WebhookConfigurationName is the ValidatingWebhookConfiguration the harness
