@@ -2,7 +2,6 @@ package framework
 
 import (
 	"fmt"
-	"regexp"
 	"sync"
 
 	"github.com/onsi/ginkgo/v2"
@@ -13,8 +12,6 @@ import (
 // Typed labels. Select with Ginkgo's label filter, for example
 // --ginkgo.label-filter='KEP-6276 && !Disruptive' or 'Feature:GenericWorkload'.
 
-var idPattern = regexp.MustCompile(`^[DS]-[A-Z]{1,2}[0-9]+$`)
-
 // ID labels a spec with the test-plan item it proves (for example "D-I2").
 // It panics at tree construction on an id the project's test plan lacks, so
 // a typo fails the whole run at once instead of leaving an item MISSING.
@@ -24,7 +21,7 @@ func ID(ids ...string) ginkgo.Labels {
 		panic(err)
 	}
 	for _, id := range ids {
-		if !idPattern.MatchString(id) {
+		if !testplan.IsID(id) { // the plan's own grammar, not a copy of it
 			panic(fmt.Sprintf("framework.ID(%q): not a test-plan id (want e.g. D-I2 or S-U14)", id))
 		}
 		if _, ok := plan.Get(id); !ok {

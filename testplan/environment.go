@@ -119,11 +119,51 @@ func writeEnvironmentMarkdown(b *strings.Builder, env *Environment) {
 	b.WriteString("\n")
 }
 
+const environmentNotRecorded = "Not recorded (no " + EnvironmentFile + " next to the JUnit report)."
+
 func writeEnvironmentList(b *strings.Builder, env *Environment) {
 	if env == nil {
-		b.WriteString("Not recorded (no " + EnvironmentFile + " next to the JUnit report).\n")
+		b.WriteString(environmentNotRecorded + "\n")
 		return
 	}
+	for _, f := range environmentFacts(env) {
+		fmt.Fprintf(b, "- %s: ", markdownPart(envPart{Text: f.Label, Warn: f.LabelWarn}))
+		for _, p := range f.Parts {
+			b.WriteString(markdownPart(p))
+		}
+		b.WriteString("\n")
+		for _, s := range f.Sub {
+			fmt.Fprintf(b, "  - %s\n", cell(s))
+		}
+	}
+}
+
+func markdownPart(p envPart) string {
+	if p.Warn {
+		return "**" + cell(p.Text) + "**"
+	}
+	return cell(p.Text)
+}
+
+// envFact is one line of the environment list, for both writers.
+type envFact struct {
+	Label     string
+	LabelWarn bool
+	Parts     []envPart
+	Sub       []string
+}
+
+// envPart is a piece of a fact's value; Warn parts are shown emphasised.
+type envPart struct {
+	Text string
+	Warn bool
+}
+
+func fact(label, value string) envFact {
+	return envFact{Label: label, Parts: []envPart{{Text: value}}}
+}
+
+func environmentFacts(env *Environment) []envFact {
 	cluster := env.Cluster
 	switch env.Cluster {
 	case "local":
@@ -134,42 +174,49 @@ func writeEnvironmentList(b *strings.Builder, env *Environment) {
 	if env.Server != "" {
 		cluster += ", " + env.Server
 	}
-	fmt.Fprintf(b, "- Cluster: %s\n", cell(cluster))
-	fmt.Fprintf(b, "- Kubernetes version: %s\n", orUnknown(env.ServerVersion))
+	facts := []envFact{fact("Cluster", cluster), fact("Kubernetes version", orUnknown(env.ServerVersion))}
 	if len(env.APIs) > 0 {
-		var apis []string
-		for _, a := range env.APIs {
-			st := "served"
-			if !a.Served {
-				st = "**not served**"
-			}
-			apis = append(apis, fmt.Sprintf("%s (%s): %s", a.GroupVersion, strings.Join(a.Resources, ", "), st))
-		}
-		fmt.Fprintf(b, "- APIs: %s\n", cell(strings.Join(apis, "; ")))
+		facts = append(facts, apiFact(env.APIs))
 	}
 	if len(env.APIServerGates) > 0 {
-		fmt.Fprintf(b, "- kube-apiserver feature gates (from its /metrics): %s\n", formatGates(env.APIServerGates))
+		facts = append(facts, fact("kube-apiserver feature gates (from its /metrics)", formatGates(env.APIServerGates)))
 	}
 	for _, c := range slices.Sorted(maps.Keys(env.ComponentGates)) {
-		fmt.Fprintf(b, "- %s feature gates (configured): %s\n", c, formatGates(env.ComponentGates[c]))
+		facts = append(facts, fact(c+" feature gates (configured)", formatGates(env.ComponentGates[c])))
 	}
 	if env.IntentDeployment != "" || env.IntentStatefulSet != "" {
-		fmt.Fprintf(b, "- Scheduling intent: %s (Deployments), %s (StatefulSets)\n", orUnknown(env.IntentDeployment), orUnknown(env.IntentStatefulSet))
+		facts = append(facts, fact("Scheduling intent", fmt.Sprintf("%s (Deployments), %s (StatefulSets)", orUnknown(env.IntentDeployment), orUnknown(env.IntentStatefulSet))))
 	}
-	fmt.Fprintf(b, "- Implementation: %s\n", cell(orUnknown(env.Implementation)))
-	for _, e := range env.Evidence {
-		fmt.Fprintf(b, "  - %s\n", cell(e))
-	}
+	impl := fact("Implementation", orUnknown(env.Implementation))
+	impl.Sub = env.Evidence
+	facts = append(facts, impl)
 	for _, p := range env.Problems {
-		kind := "note"
+		f := fact("note", p.Message)
 		if p.Essential {
-			kind = "**missing**"
+			f.Label, f.LabelWarn = "missing", true
 		}
-		fmt.Fprintf(b, "- %s: %s\n", kind, cell(p.Message))
+		facts = append(facts, f)
 	}
 	if !env.CheckedAt.IsZero() {
-		fmt.Fprintf(b, "- Checked at: %s\n", env.CheckedAt.UTC().Format(time.RFC3339))
+		facts = append(facts, fact("Checked at", env.CheckedAt.UTC().Format(time.RFC3339)))
 	}
+	return facts
+}
+
+func apiFact(apis []APICheck) envFact {
+	f := envFact{Label: "APIs"}
+	for i, a := range apis {
+		if i > 0 {
+			f.Parts = append(f.Parts, envPart{Text: "; "})
+		}
+		f.Parts = append(f.Parts, envPart{Text: fmt.Sprintf("%s (%s): ", a.GroupVersion, strings.Join(a.Resources, ", "))})
+		if a.Served {
+			f.Parts = append(f.Parts, envPart{Text: "served"})
+		} else {
+			f.Parts = append(f.Parts, envPart{Text: "not served", Warn: true})
+		}
+	}
+	return f
 }
 
 func formatGates(g map[string]bool) string {

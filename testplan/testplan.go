@@ -64,8 +64,21 @@ type rawItem struct {
 	Text  string `json:"text"`
 }
 
-// idShape is the exact shape of a test-plan id.
-var idShape = regexp.MustCompile(`^[DS]-[A-Z]{1,2}[0-9]+$`)
+// IDPattern is the grammar of a test-plan id: the KEP's letter (D for
+// KEP-6276, Deployment; S for KEP-6277, StatefulSet), a dash, the kind of
+// item in one or two capitals (U unit, I integration, E e2e, V validation,
+// P production readiness) and its number: D-U1, S-E14. It is written here
+// only; everything else matches ids through IsID and IDsIn.
+const IDPattern = `[DS]-[A-Z]{1,2}[0-9]+`
+
+var (
+	idShape     = regexp.MustCompile(`^` + IDPattern + `$`)
+	idCandidate = regexp.MustCompile(IDPattern)
+)
+
+// IsID reports whether s is exactly one id in the test plan's grammar
+// (whether the plan has it is Plan.Get's question).
+func IsID(s string) bool { return idShape.MatchString(s) }
 
 // topLevelKey matches a block-style top-level mapping key at column 0.
 var topLevelKey = regexp.MustCompile(`^([^\s#"'{\[-][^:#]*):`)
@@ -120,8 +133,8 @@ func Parse(data []byte) (*Plan, error) {
 			switch {
 			case id == "":
 				return nil, fmt.Errorf("test plan %s: entry #%d has no id", kep, i+1)
-			case !idShape.MatchString(id):
-				return nil, fmt.Errorf("test plan %s: id %q is not shaped like D-U1/S-E14 ([DS]-[A-Z]{1,2}[0-9]+)", kep, id)
+			case !IsID(id):
+				return nil, fmt.Errorf("test plan %s: id %q is not shaped like D-U1/S-E14 (%s)", kep, id, IDPattern)
 			}
 			if prev, dup := seen[id]; dup {
 				return nil, fmt.Errorf("test plan %s: duplicate id %s (already defined under %s)", kep, id, prev)
@@ -174,9 +187,7 @@ func (p *Plan) KEPs() []string {
 	return out
 }
 
-var idCandidate = regexp.MustCompile(`[DS]-[A-Z]{1,2}[0-9]+`)
-
-// IDsIn extracts every test-plan-shaped id ([DS]-[A-Z]{1,2}[0-9]+) from s,
+// IDsIn extracts every test-plan-shaped id (IDPattern) from s,
 // e.g. from a Go test name "TestBuildWorkload/D-U1_compiles_constraints", a
 // Ginkgo label list "[D-I2, Serial, Feature:GenericWorkload]" or spec text.
 // An id must be delimited by non-alphanumeric characters (or the start/end of

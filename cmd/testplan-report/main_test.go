@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/workload-aware/apps-harness/testplan"
 )
@@ -18,48 +19,206 @@ const junitOneFail = `<testsuites><testsuite name="s">
 
 const unitOnePass = `{"Action":"run","Package":"p","Test":"TestBuild/D-U1_ok"}
 {"Action":"pass","Package":"p","Test":"TestBuild/D-U1_ok"}
+{"Action":"run","Package":"p","Test":"TestGate/D-P1_gate_off"}
+{"Action":"pass","Package":"p","Test":"TestGate/D-P1_gate_off"}
 `
 
-func TestReportReadsTheEnvironmentAndFailsOnFAIL(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	junit, unit := write("junit_e2e.xml", junitOneFail), write("unit.json", unitOnePass)
-	if err := testplan.WriteEnvironment(filepath.Join(dir, testplan.EnvironmentFile), &testplan.Environment{
-		Cluster: "existing", ServerVersion: "v1.37.2", Implementation: "vendor-controller",
+type artifacts struct {
+	t   *testing.T
+	dir string
+}
+
+func newArtifacts(t *testing.T, cluster string) artifacts {
+	a := artifacts{t: t, dir: t.TempDir()}
+	a.write("junit_e2e.xml", junitOneFail)
+	if err := testplan.WriteEnvironment(a.path(testplan.EnvironmentFile), &testplan.Environment{
+		Cluster: cluster, ServerVersion: "v1.37.2", Implementation: "vendor-controller",
 	}); err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(dir, "testplan.md")
-	if rc := run([]string{"--junit", junit, "--unit-json", unit, "--out", out}); rc != 1 {
+	return a
+}
+
+func (a artifacts) path(name string) string { return filepath.Join(a.dir, name) }
+
+func (a artifacts) write(name, content string) string {
+	a.t.Helper()
+	if err := os.WriteFile(a.path(name), []byte(content), 0o644); err != nil {
+		a.t.Fatal(err)
+	}
+	return a.path(name)
+}
+
+func (a artifacts) read(name string) string {
+	a.t.Helper()
+	data, err := os.ReadFile(a.path(name))
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	return string(data)
+}
+
+// report runs testplan-report on the artifacts and returns its exit status.
+func (a artifacts) report(extra ...string) int {
+	return run(append([]string{"--junit", a.path("junit_e2e.xml"), "--out", a.path("testplan.md")}, extra...))
+}
+
+func TestReportReadsTheEnvironmentAndFailsOnFAIL(t *testing.T) {
+	a := newArtifacts(t, "local")
+	unit := a.write("unit.json", unitOnePass)
+	if rc := a.report("--unit-json", unit); rc != 1 {
 		t.Errorf("exit status %d with a FAIL id, want 1", rc)
 	}
-	md, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	md := a.read("testplan.md")
 	for _, s := range []string{
-		"**PASS 2, FAIL 1, SKIP 1, MISSING 98 of 102**",
+		"PASS 2, PARTIAL 1, REFERENCE-ONLY 0, SKIP 0, FAIL 1, MISSING ",
+		"Mode: harness:",
 		"- Kubernetes version: v1.37.2\n", "- Implementation: vendor-controller\n",
-		"| D-U1 | unit | PASS | TestBuild/D-U1_ok |",
-		"| D-I2 | integration | FAIL | Deployment creation order<br>failure: no Workload |",
-		`| D-P1 | prr | SKIP | Deployment gate off<br>reason: not selected by the label filter "!Disruptive" (Disruptive:`,
+		"| D-U1 | unit | PASS | none | TestBuild/D-U1_ok |",
+		"| D-I2 | integration | FAIL | Deployment creation order (FAIL: no Workload) | none |",
+		`| D-P1 | prr | PARTIAL | Deployment gate off (SKIP: not selected by the label filter "!Disruptive" (Disruptive:`,
+		"| TestGate/D-P1_gate_off |",
 	} {
-		if !strings.Contains(string(md), s) {
+		if !strings.Contains(md, s) {
 			t.Errorf("report lacks %q:\n%s", s, md)
 		}
 	}
-	if rc := run([]string{"--junit", junit, "--unit-json", unit, "--out", out, "--fail-on", ""}); rc != 0 {
+	if page := a.read("testplan.html"); !strings.Contains(page, "<!DOCTYPE html>") || !strings.Contains(page, `<tr id="D-P1" class="st-partial"`) {
+		t.Errorf("testplan.html was not written next to testplan.md")
+	}
+	if rc := a.report("--unit-json", unit, "--fail-on", ""); rc != 0 {
 		t.Errorf("--fail-on '': exit status %d, want 0", rc)
 	}
 	// A malformed environment record is an error, not a silent omission.
-	write(testplan.EnvironmentFile, "{")
-	if rc := run([]string{"--junit", junit, "--unit-json", unit, "--out", out}); rc != 2 {
+	a.write(testplan.EnvironmentFile, "{")
+	if rc := a.report("--unit-json", unit); rc != 2 {
 		t.Errorf("malformed environment.json: exit status %d, want 2", rc)
+	}
+}
+
+// rowsWithoutReferenceColumn returns the summary line and every id row
+// minus the reference column, which may say why unit.json was not read.
+func rowsWithoutReferenceColumn(md string) []string {
+	var out []string
+	for _, line := range strings.Split(md, "\n") {
+		switch {
+		case strings.HasPrefix(line, "**PASS"):
+			out = append(out, line)
+		case strings.HasPrefix(line, "| ") && !strings.HasPrefix(line, "| id "):
+			cells := strings.Split(line, " | ")
+			if len(cells) == 6 {
+				cells[4] = "…"
+			}
+			out = append(out, strings.Join(cells, " | "))
+		}
+	}
+	return out
+}
+
+// A vendor's report must not change because a unit.json of another commit,
+// another run or unknown origin lies in $ARTIFACTS: hack/e2e.sh hands it
+// over with --unit-json-if-fresh, and only a fresh one is read, and even
+// that one adds REFERENCE-ONLY rows, never a PASS.
+func TestStaleOrForeignUnitJSONCannotChangeAVendorsReport(t *testing.T) {
+	runStarted := time.Now().Add(-time.Minute).UTC().Truncate(time.Second)
+	flags := []string{"--source", "abc123", "--run-started", runStarted.Format(time.RFC3339)}
+
+	a := newArtifacts(t, "existing")
+	a.report("--unit-json-if-fresh", a.path("unit.json"), "--source", "abc123", "--run-started", runStarted.Format(time.RFC3339))
+	baseline := rowsWithoutReferenceColumn(a.read("testplan.md"))
+	if len(baseline) < 10 || !strings.Contains(baseline[0], "REFERENCE-ONLY 0") {
+		t.Fatalf("baseline report: %q", baseline)
+	}
+
+	for name, stamp := range map[string]func(unit string) error{
+		"no stamp":     func(string) error { return nil },
+		"other commit": func(u string) error { return testplan.WriteStamp(u, "fff999", runStarted.Add(time.Second)) },
+		"dirty tree": func(u string) error {
+			return testplan.WriteStamp(u, "abc123+dirty.0123456789ab", runStarted.Add(time.Second))
+		},
+		"earlier run":  func(u string) error { return testplan.WriteStamp(u, "abc123", runStarted.Add(-24*time.Hour)) },
+		"edited since": func(u string) error { return stampThenEdit(u, "abc123", runStarted.Add(time.Second)) },
+	} {
+		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
+			a := newArtifacts(t, "existing")
+			unit := a.write("unit.json", unitOnePass)
+			if err := stamp(unit); err != nil {
+				t.Fatal(err)
+			}
+			a.report(append([]string{"--unit-json-if-fresh", unit}, flags...)...)
+			md := a.read("testplan.md")
+			if got := rowsWithoutReferenceColumn(md); strings.Join(got, "\n") != strings.Join(baseline, "\n") {
+				t.Errorf("the report changed:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(baseline, "\n"))
+			}
+			if strings.Contains(md, "TestBuild/D-U1_ok") || !strings.Contains(md, "ignored, it does not belong to this run") {
+				t.Errorf("a unit.json of another run was read or not reported as ignored:\n%s", md)
+			}
+		})
+	}
+
+	// A fresh unit.json is evidence about the reference: REFERENCE-ONLY.
+	fresh := newArtifacts(t, "existing")
+	unit := fresh.write("unit.json", unitOnePass)
+	if err := testplan.WriteStamp(unit, "abc123", runStarted.Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	fresh.report(append([]string{"--unit-json-if-fresh", unit}, flags...)...)
+	md := fresh.read("testplan.md")
+	for _, s := range []string{
+		"**PASS 1, PARTIAL 0, REFERENCE-ONLY 2, SKIP ",
+		"| D-U1 | unit | REFERENCE-ONLY | none | TestBuild/D-U1_ok |",
+		"| D-P1 | prr | REFERENCE-ONLY | Deployment gate off (SKIP: ",
+		"stamped by make test of this run (source abc123",
+	} {
+		if !strings.Contains(md, s) {
+			t.Errorf("fresh unit.json in vendor mode: report lacks %q:\n%s", s, md)
+		}
+	}
+}
+
+func stampThenEdit(unit, source string, started time.Time) error {
+	if err := testplan.WriteStamp(unit, source, started); err != nil {
+		return err
+	}
+	return os.WriteFile(unit, []byte(unitOnePass+`{"Action":"pass","Package":"p","Test":"TestBuild/D-U2_added"}`+"\n"), 0o644)
+}
+
+func TestReportFlags(t *testing.T) {
+	a := newArtifacts(t, "existing")
+	for _, args := range [][]string{
+		{"--unit-json", "a", "--unit-json-if-fresh", "b"},
+		{"--unit-json-if-fresh", "b"},
+		{"--unit-json-if-fresh", "b", "--run-started", "yesterday"},
+		{"--mode", "lenient"},
+		{"--fail-on", "FAILED"},
+		{"stray"},
+	} {
+		if rc := a.report(args...); rc != 2 {
+			t.Errorf("%q: exit status %d, want 2", args, rc)
+		}
+	}
+	if rc := a.report("--html", "", "--fail-on", ""); rc != 0 {
+		t.Errorf("--html '': exit status %d", rc)
+	}
+	if _, err := os.Stat(a.path("testplan.html")); err == nil {
+		t.Errorf("--html '' wrote testplan.html")
+	}
+	if rc := run([]string{"frobnicate"}); rc != 2 {
+		t.Errorf("unknown command: exit status %d, want 2", rc)
+	}
+}
+
+func TestStampCommand(t *testing.T) {
+	a := newArtifacts(t, "local")
+	unit := a.write("unit.json", unitOnePass)
+	if rc := run([]string{"stamp", "--unit-json", unit, "--source", "abc123", "--started", "1764600000"}); rc != 0 {
+		t.Fatalf("stamp: exit status %d", rc)
+	}
+	st, err := testplan.ReadStamp(unit)
+	if err != nil || st.Source != "abc123" || !st.Started.Equal(time.Unix(1764600000, 0)) {
+		t.Errorf("stamp = %+v, %v", st, err)
+	}
+	if rc := run([]string{"stamp", "--unit-json", unit}); rc != 2 {
+		t.Errorf("stamp without --started: exit status %d, want 2", rc)
 	}
 }
