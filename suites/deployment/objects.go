@@ -94,7 +94,7 @@ var _ = ginkgo.Describe("Deployment Workload and PodGroups", framework.KEP(6276)
 			}
 		})
 
-		ginkgo.It("deletes the PodGroup at zero replicas, keeps the Workload at minCount 1, and recreates the PodGroup before pods", framework.ID("D-I4"), func(ctx context.Context) {
+		ginkgo.It("deletes the PodGroup at zero replicas, keeps the Workload at minCount 1, and recreates the PodGroup before pods", framework.ID("D-I4", "D-U3"), func(ctx context.Context) {
 			d := create(ctx, recreate(f, "zero", 3, "100m").Obj(), gang(nil))
 			framework.WaitForPodsRunning(ctx, podsOf(f, d), 3)
 			before := theWorkload(ctx, f, d)

@@ -8,6 +8,7 @@ import (
 	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -66,8 +67,25 @@ var _ = ginkgo.Describe("Deployment gangs on the scheduler", framework.KEP(6276)
 			first := podGroups(ctx, f)
 			gomega.Expect(first).To(gomega.HaveLen(1))
 
+			// The Workload is at minCount 2 before the scale, so waiting for
+			// that would prove nothing: wait for what the scale changes (the
+			// pods and the PodGroup go), then hold minCount at 2 afterwards,
+			// and check no write ever moved it.
+			h := framework.RecordWrites(ctx, f.Namespace, framework.WorkloadsResource)
 			gomega.Expect(scale(ctx, f, d, 0)).To(gomega.Succeed())
-			waitForGangState(ctx, f, d, 2, false)
+			framework.WaitForPodsRunning(ctx, podsOf(f, d), 0)
+			gomega.Eventually(ctx, func(ctx context.Context) []schedulingv1beta1.PodGroup {
+				return podGroups(ctx, f)
+			}).WithTimeout(f.Timeouts.PodsBound).WithPolling(f.Timeouts.Poll).Should(gomega.BeEmpty(), "waiting for the PodGroup to be deleted at zero replicas")
+			gomega.Consistently(ctx, func(ctx context.Context) gangState {
+				return readGangState(ctx, f, d)
+			}).WithTimeout(f.Timeouts.StaysUnbound).WithPolling(f.Timeouts.Poll).Should(gomega.And(
+				gomega.HaveField("WorkloadMinCount", int32(2)), gomega.HaveField("PodGroups", gomega.BeEmpty())),
+				"at zero replicas the Workload keeps the user's minCount 2")
+			h.Stop()
+			for _, c := range h.Sorted() {
+				gomega.Expect(c.MinCount).To(gomega.Equal(int32(2)), "a Workload write changed the user's minCount at zero replicas:\n%s", h)
+			}
 
 			gomega.Expect(scale(ctx, f, d, 3)).To(gomega.Succeed())
 			framework.WaitForPodsRunning(ctx, podsOf(f, d), 3)
