@@ -17,16 +17,19 @@
 // Everything the KEP says of spec.scheduling applies to the annotation's value,
 // and error messages name the field as spec.scheduling.<path>. Parsing is
 // strict: unknown fields, wrong types and trailing data are errors, never
-// silently ignored.
+// silently ignored, and field names are matched case-sensitively and only
+// once, as the apiserver decodes the native field with fieldValidation=Strict.
 package intent
 
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 
 	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
+	k8sjson "sigs.k8s.io/json"
 )
 
 const (
@@ -94,6 +97,12 @@ func Parse(value string) (*SchedulingConfiguration, error) {
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("unexpected data after the JSON object")
+	}
+	// encoding/json matches field names case-insensitively and merges
+	// duplicate keys; the apiserver decodes a native field with neither
+	// (sigs.k8s.io/json, fieldValidation=Strict), so neither may the annotation.
+	if strictErrs, err := k8sjson.UnmarshalStrict([]byte(value), &SchedulingConfiguration{}); err != nil || len(strictErrs) > 0 {
+		return nil, errors.Join(append(strictErrs, err)...)
 	}
 	return cfg, nil
 }

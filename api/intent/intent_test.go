@@ -22,10 +22,13 @@ func TestParseIsStrict(t *testing.T) {
 		`null`: "JSON object",
 		``:     "JSON object",
 		`[]`:   "JSON object",
-		`{"schedulingPolicy":{"gang":{}}, "x":1}`:        `unknown field "x"`,
-		`{"schedulingPolicy":{"gang":{"minCount":"3"}}}`: "cannot unmarshal string",
-		`{"schedulingPolicy":{}} {}`:                     "after the JSON object",
-		`{"podGroupTemplateRef":{}}`:                     "unknown field",
+		`{"schedulingPolicy":{"gang":{}}, "x":1}`:                      `unknown field "x"`,
+		`{"schedulingPolicy":{"gang":{"minCount":"3"}}}`:               "cannot unmarshal string",
+		`{"schedulingPolicy":{}} {}`:                                   "after the JSON object",
+		`{"podGroupTemplateRef":{}}`:                                   "unknown field",
+		`{"SchedulingPolicy":{"gang":{}}}`:                             `unknown field "SchedulingPolicy"`,
+		`{"schedulingPolicy":{"Gang":{}}}`:                             `unknown field "schedulingPolicy.Gang"`,
+		`{"disruptionMode":{"all":{}},"disruptionMode":{"single":{}}}`: `duplicate field "disruptionMode"`,
 	}
 	for in, want := range bad {
 		if _, err := Parse(in); err == nil || !strings.Contains(err.Error(), want) {
