@@ -1,60 +1,39 @@
-// Package crashpoint gives the reference controller-manager deterministic
-// crash points, so crash-recovery specs (D-E6, S-I8) can kill it exactly
-// between two steps of the KEPs' workflows instead of hoping a SIGKILL lands
-// there. A point is armed once per process (--crash-after); when the
-// reconciler reaches it, the process logs one line and exits at once with
-// ExitCode, leaving the partial state that step wrote.
+// Package crashpoint arms and fires the reference controller-manager's crash
+// points (--crash-after). The points, the flag syntax, the exit code and the
+// log marker are a contract with the harness and live in api/crashpoint;
+// this package re-exports the names its call sites use.
+//
+// A point is armed once per process (Arm); when the reconciler reaches it
+// (Reached), the process logs one line and exits at once with ExitCode,
+// leaving the partial state that step wrote.
 package crashpoint
 
 import (
 	"fmt"
 	"os"
-	"slices"
-	"strings"
 	"sync"
 
 	"k8s.io/klog/v2"
+
+	"github.com/workload-aware/apps-harness/api/crashpoint"
 )
 
 // Point names the step after which the process exits.
-type Point string
+type Point = crashpoint.Point
 
-// The crash points, in workflow order. Each is reached right after the write
-// it names succeeded, before the write that follows it.
+// The points, as api/crashpoint defines them.
 const (
-	// DeploymentAfterWorkloadCreate: the Deployment's Workload was created;
-	// the ReplicaSet create it precedes was not sent.
-	DeploymentAfterWorkloadCreate Point = "deployment/after-workload-create"
-	// DeploymentAfterPodGroupCreate: the ReplicaSet's PodGroup was created;
-	// the pod create it precedes was not sent.
-	DeploymentAfterPodGroupCreate Point = "deployment/after-podgroup-create"
-	// DeploymentBetweenMinCountUpdates: the Workload template's gang minCount
-	// was updated (Deployment side); the ReplicaSet update and the PodGroup's
-	// minCount update (ReplicaSet side) were not sent.
-	DeploymentBetweenMinCountUpdates Point = "deployment/between-mincount-updates"
-	// StatefulSetAfterWorkloadCreate: the StatefulSet's Workload was created;
-	// its PodGroup was not (KEP-6277's "restart between Workload and PodGroup creation").
-	StatefulSetAfterWorkloadCreate Point = "statefulset/after-workload-create"
-	// StatefulSetAfterPodGroupCreate: the PodGroup was created; no pod was.
-	StatefulSetAfterPodGroupCreate Point = "statefulset/after-podgroup-create"
-	// StatefulSetBetweenMinCountUpdates: the Workload template's gang
-	// minCount was updated; the PodGroup's was not, nor the pod write.
-	StatefulSetBetweenMinCountUpdates Point = "statefulset/between-mincount-updates"
+	DeploymentAfterWorkloadCreate     = crashpoint.DeploymentAfterWorkloadCreate
+	DeploymentAfterPodGroupCreate     = crashpoint.DeploymentAfterPodGroupCreate
+	DeploymentBetweenMinCountUpdates  = crashpoint.DeploymentBetweenMinCountUpdates
+	StatefulSetAfterWorkloadCreate    = crashpoint.StatefulSetAfterWorkloadCreate
+	StatefulSetAfterPodGroupCreate    = crashpoint.StatefulSetAfterPodGroupCreate
+	StatefulSetBetweenMinCountUpdates = crashpoint.StatefulSetBetweenMinCountUpdates
+	ExitCode                          = crashpoint.ExitCode
 )
 
 // Known lists every point Arm accepts.
-var Known = []Point{
-	DeploymentAfterWorkloadCreate, DeploymentAfterPodGroupCreate, DeploymentBetweenMinCountUpdates,
-	StatefulSetAfterWorkloadCreate, StatefulSetAfterPodGroupCreate, StatefulSetBetweenMinCountUpdates,
-}
-
-// ExitCode is the distinctive status of a process that reached its armed
-// point (neither 0, 1, 2 nor a signal's 128+n).
-const ExitCode = 86
-
-// LogPrefix starts the line written to stderr when a point is reached;
-// harnesses look for LogPrefix + point in the component's log.
-const LogPrefix = "crashpoint: reached "
+var Known = crashpoint.Known
 
 var (
 	mu        sync.Mutex
@@ -69,22 +48,14 @@ var (
 // trigger it). An empty spec disarms. An unknown point is an error naming
 // the known ones.
 func Arm(spec string) error {
-	point, ns, _ := strings.Cut(spec, "@")
-	if point != "" && !slices.Contains(Known, Point(point)) {
-		return fmt.Errorf("unknown crash point %q; known: %s", point, strings.Join(knownNames(), ", "))
+	point, ns, err := crashpoint.ParseArg(spec)
+	if err != nil {
+		return err
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	armed, namespace = Point(point), ns
+	armed, namespace = point, ns
 	return nil
-}
-
-func knownNames() []string {
-	out := make([]string, 0, len(Known))
-	for _, p := range Known {
-		out = append(out, string(p))
-	}
-	return out
 }
 
 // Reached exits the process with ExitCode when p is the armed point (and ns
@@ -99,6 +70,6 @@ func Reached(p Point, ns string) {
 	}
 	// klog buffers; flush what came before, then write the marker unbuffered.
 	klog.Flush()
-	fmt.Fprintf(os.Stderr, "%s%s (namespace %s); exiting with status %d as --crash-after asked\n", LogPrefix, p, ns, ExitCode)
+	fmt.Fprintf(os.Stderr, "%s%s (namespace %s); exiting with status %d as --%s asked\n", crashpoint.LogPrefix, p, ns, ExitCode, crashpoint.Flag)
 	exit(ExitCode)
 }
