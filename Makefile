@@ -26,6 +26,17 @@ endif
 export E2E_KUBECONFIG
 
 HARNESS := $(OUTPUT_DIR)/bin/was-harness
+REPORT  := $(OUTPUT_DIR)/bin/testplan-report
+VERIFY_DIR := $(OUTPUT_DIR)/verify
+
+# One run of the harness: the unit.json that `make test` writes counts as
+# evidence in the report of the same run only (`make test e2e`, or the whole
+# of .ci/run, which sets RUN_STARTED once). Its stamp says from which source
+# tree and when; a unit.json of an earlier run or another commit is ignored.
+ifndef RUN_STARTED
+RUN_STARTED := $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+endif
+export RUN_STARTED
 
 .PHONY: help
 help: ## List targets.
@@ -41,13 +52,29 @@ tools: ## Build the harness's own commands into _output/bin.
 	@mkdir -p $(OUTPUT_DIR)/bin
 	go build -o $(OUTPUT_DIR)/bin/ ./cmd/... ./controllers/cmd/...
 
+.PHONY: verify
+verify: ## In seconds, without a cluster: every test-plan id has a spec (dry run of the e2e suite) or a unit test (go test -list).
+	@mkdir -p $(VERIFY_DIR)
+	go build -o $(REPORT) ./cmd/testplan-report
+	go test -c -tags e2e -o $(VERIFY_DIR)/e2e.test ./suites/e2e
+	@echo "listing the specs: $(VERIFY_DIR)/e2e.test --ginkgo.dry-run (no cluster is started)"
+	@$(VERIFY_DIR)/e2e.test --ginkgo.dry-run --ginkgo.no-color --ginkgo.json-report=$(VERIFY_DIR)/specs.json \
+	  --artifacts=$(VERIFY_DIR) > $(VERIFY_DIR)/dry-run.log 2>&1 || { cat $(VERIFY_DIR)/dry-run.log; exit 1; }
+	@# A package that does not build is reported by the next step, with the compiler's message.
+	go test -list . -json ./controllers/... > $(VERIFY_DIR)/unit-list.json || true
+	$(REPORT) verify --specs $(VERIFY_DIR)/specs.json --unit-list $(VERIFY_DIR)/unit-list.json
+
 .PHONY: test
-test: tools ## go vet and unit tests; go test -json goes to $(ARTIFACTS)/unit.json.
+test: tools ## go vet and unit tests; go test -json goes to $(ARTIFACTS)/unit.json, with unit.stamp.json (source tree, start time).
 	@mkdir -p $(ARTIFACTS)
 	go vet ./...
 	go vet -tags e2e ./suites/e2e/
-	@echo "running unit tests (go test -json -> $(ARTIFACTS)/unit.json)"
-	go test -json -count=1 ./... > $(ARTIFACTS)/unit.json || true
+	@echo "running unit tests (go test -json -> $(ARTIFACTS)/unit.json, stamp in $(ARTIFACTS)/unit.stamp.json)"
+	@rm -f $(ARTIFACTS)/unit.stamp.json
+	@# The source id is taken before the tests build: the tree they test.
+	source=$$($(REPORT) source-id || true); started=$$(date -u +%Y-%m-%dT%H:%M:%SZ); \
+	  go test -json -count=1 ./... > $(ARTIFACTS)/unit.json || true; \
+	  $(REPORT) stamp --unit-json $(ARTIFACTS)/unit.json --source "$$source" --started "$$started"
 	$(HARNESS) test-summary $(ARTIFACTS)/unit.json
 
 .PHONY: e2e
@@ -72,8 +99,9 @@ bench: tools ## Run the Benchmark specs only; figures in $(ARTIFACTS)/bench_depl
 	LABEL_FILTER=Benchmark hack/e2e.sh
 
 .PHONY: report
-report: tools ## Write $(ARTIFACTS)/testplan.md from the JUnit report and unit.json.
-	$(OUTPUT_DIR)/bin/testplan-report --junit $(ARTIFACTS)/junit_e2e.xml --unit-json $(ARTIFACTS)/unit.json --out $(ARTIFACTS)/testplan.md
+report: tools ## Write $(ARTIFACTS)/testplan.md and .html from junit_e2e.xml and this run's unit.json (UNIT_JSON=file: that file, whichever run wrote it).
+	$(REPORT) --junit $(ARTIFACTS)/junit_e2e.xml --out $(ARTIFACTS)/testplan.md \
+	  $(if $(UNIT_JSON),--unit-json $(UNIT_JSON),--unit-json-if-fresh $(ARTIFACTS)/unit.json --run-started $(RUN_STARTED))
 
 .PHONY: cluster-up
 cluster-up: binaries tools ## Start a local cluster in the background (kubeconfig in _output/cluster).

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make e2e: build what is missing, run every suite against a local cluster the
 # suite starts itself (or an existing one: E2E_KUBECONFIG), write
-# $ARTIFACTS/junit_e2e.xml, summary_e2e.md and testplan.md, and exit non-zero
+# $ARTIFACTS/junit_e2e.xml, summary_e2e.md and testplan.md/.html, and exit non-zero
 # when a spec fails. Nothing is left running afterwards: the suite stops its
 # cluster (also on Ctrl-C), the kernel kills the components if the suite dies,
 # and the trap below stops anything still recorded in the cluster's state file.
@@ -21,6 +21,12 @@ ALLOW_DISRUPTIVE=${ALLOW_DISRUPTIVE:-}
 if [[ -n $E2E_KUBECONFIG && $LABEL_FILTER != *Disruptive* && $ALLOW_DISRUPTIVE != 1 ]]; then
   LABEL_FILTER=${LABEL_FILTER:+($LABEL_FILTER) && }'!Disruptive'
 fi
+# The unit tests' unit.json is evidence in the report only when `make test`
+# wrote it in this run: its stamp names this source tree and a start no
+# earlier than RUN_STARTED (make and .ci/run set it once per invocation, so
+# `make test e2e` is one run). UNIT_JSON=file reads that file regardless.
+RUN_STARTED=${RUN_STARTED:-$(date -u +%Y-%m-%dT%H:%M:%SZ)}
+UNIT_JSON=${UNIT_JSON:-}
 GINKGO_TIMEOUT=${GINKGO_TIMEOUT:-40m}
 # Where the compiled suite goes; set it to run several suites side by side.
 E2E_BINARY=${E2E_BINARY:-$OUTPUT_DIR/bin/e2e.test}
@@ -45,6 +51,8 @@ else
 fi
 
 log "step 2/4: compiling the suites into $E2E_BINARY"
+# The source tree the suite is built from; a unit.json must come from it.
+source_id=$("$OUTPUT_DIR/bin/testplan-report" source-id || true)
 go test -c -tags e2e -o "$E2E_BINARY" ./suites/e2e
 
 log "step 3/4: running the suites (spec progress below; full log in $ARTIFACTS/e2e.log)"
@@ -67,7 +75,12 @@ rc=0
 "$E2E_BINARY" "${args[@]}" "$@" 2>&1 | tee "$ARTIFACTS/e2e.log" || rc=$?
 
 log "step 4/4: test-plan report"
-"$OUTPUT_DIR/bin/testplan-report" --junit "$ARTIFACTS/junit_e2e.xml" --unit-json "$ARTIFACTS/unit.json" --out "$ARTIFACTS/testplan.md" || { [[ $rc -ne 0 ]] || rc=1; }
+if [[ -n $UNIT_JSON ]]; then
+  unit_args=(--unit-json "$UNIT_JSON")
+else
+  unit_args=(--unit-json-if-fresh "$ARTIFACTS/unit.json" --source "$source_id" --run-started "$RUN_STARTED")
+fi
+"$OUTPUT_DIR/bin/testplan-report" --junit "$ARTIFACTS/junit_e2e.xml" "${unit_args[@]}" --out "$ARTIFACTS/testplan.md" || { [[ $rc -ne 0 ]] || rc=1; }
 
-log "e2e finished in $((SECONDS - t0))s with exit code $rc; artifacts in $ARTIFACTS (junit_e2e.xml, summary_e2e.md, testplan.md, cluster/logs)"
+log "e2e finished in $((SECONDS - t0))s with exit code $rc; artifacts in $ARTIFACTS (junit_e2e.xml, summary_e2e.md, testplan.md, testplan.html, cluster/logs)"
 exit "$rc"

@@ -86,7 +86,7 @@ func (run Run) CheckFresh(unitJSON string) (*Stamp, error) {
 		return nil, fmt.Errorf("no stamp %s beside it, so nothing says which source tree or run wrote it (make test writes both)", filepath.Base(StampPath(unitJSON)))
 	case err != nil:
 		return nil, err
-	case run.Source == "" || st.Source != run.Source:
+	case run.Source == "" || st.Source == "" || st.Source != run.Source: // an unknown source matches nothing
 		return st, fmt.Errorf("written from source %s, this run tests %s", orUnknown(st.Source), orUnknown(run.Source))
 	case st.Started.Before(run.Started):
 		return st, fmt.Errorf("written by an earlier run (tests started %s, this run started %s)", st.Started.UTC().Format(time.RFC3339), run.Started.UTC().Format(time.RFC3339))

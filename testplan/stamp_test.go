@@ -40,11 +40,12 @@ func TestCheckFresh(t *testing.T) {
 		run  Run
 		want string
 	}{
-		"no stamp":       {writeFile(t, "unit.json", goTestFixture), run, "no stamp unit.stamp.json beside it"},
-		"other commit":   {stampedUnitJSON(t, "fff999", runStart.Add(time.Minute)), run, "written from source fff999, this run tests abc123"},
-		"uncommitted":    {stampedUnitJSON(t, "abc123+dirty.0123456789ab", runStart.Add(time.Minute)), run, "written from source abc123+dirty.0123456789ab"},
-		"earlier run":    {stampedUnitJSON(t, "abc123", runStart.Add(-time.Hour)), run, "written by an earlier run (tests started 2026-12-01T09:00:00Z, this run started 2026-12-01T10:00:00Z)"},
-		"source unknown": {stampedUnitJSON(t, "", runStart.Add(time.Minute)), Run{Started: runStart}, "written from source unknown, this run tests unknown"},
+		"no stamp":             {writeFile(t, "unit.json", goTestFixture), run, "no stamp unit.stamp.json beside it"},
+		"other commit":         {stampedUnitJSON(t, "fff999", runStart.Add(time.Minute)), run, "written from source fff999, this run tests abc123"},
+		"uncommitted":          {stampedUnitJSON(t, "abc123+dirty.0123456789ab", runStart.Add(time.Minute)), run, "written from source abc123+dirty.0123456789ab"},
+		"earlier run":          {stampedUnitJSON(t, "abc123", runStart.Add(-time.Hour)), run, "written by an earlier run (tests started 2026-12-01T09:00:00Z, this run started 2026-12-01T10:00:00Z)"},
+		"stamp without source": {stampedUnitJSON(t, "", runStart.Add(time.Minute)), run, "written from source unknown, this run tests abc123"},
+		"source unknown":       {stampedUnitJSON(t, "", runStart.Add(time.Minute)), Run{Started: runStart}, "written from source unknown, this run tests unknown"},
 	} {
 		if _, err := tc.run.CheckFresh(tc.unit); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error saying %q", name, err, tc.want)

@@ -2,6 +2,7 @@ package testplan
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -71,7 +72,7 @@ func ReadGinkgoDryRun(path string) ([]Spec, error) {
 func ReadGoTestList(r io.Reader) (map[string][]string, error) {
 	dec := json.NewDecoder(r)
 	tests := map[string][]string{}
-	var failed []string
+	var failed, buildOutput []string
 	for {
 		var ev testEvent
 		if err := dec.Decode(&ev); err == io.EOF {
@@ -83,12 +84,17 @@ func ReadGoTestList(r io.Reader) (map[string][]string, error) {
 		switch {
 		case ev.Action == "output" && topLevelTest.MatchString(name):
 			tests[ev.Package] = append(tests[ev.Package], name)
+		case ev.Action == "build-output":
+			buildOutput = appendUnique(buildOutput, name)
 		case ev.Action == "fail" && ev.Test == "":
 			failed = append(failed, ev.Package)
 		}
 	}
 	if len(failed) > 0 {
-		return nil, fmt.Errorf("go test -list failed for %s", strings.Join(failed, ", "))
+		return nil, fmt.Errorf("go test -list failed for %s:\n%s", strings.Join(failed, ", "), strings.Join(buildOutput, "\n"))
+	}
+	if len(tests) == 0 {
+		return nil, errors.New("go test -list listed no tests")
 	}
 	return tests, nil
 }
@@ -143,21 +149,45 @@ func unitTestsIn(pkg, dir string) ([]UnitTest, error) {
 			return nil, err
 		}
 		for _, decl := range file.Decls {
-			fn := "(package level)"
-			if fd, ok := decl.(*ast.FuncDecl); ok {
-				fn = fd.Name.Name
-			}
-			ast.Inspect(decl, func(n ast.Node) bool {
-				if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-					if s, err := strconv.Unquote(lit.Value); err == nil && testNameID.MatchString(s) {
-						out = append(out, UnitTest{Package: pkg, Func: fn, Name: s, IDs: IDsIn(testNameID.FindString(s))})
-					}
-				}
-				return true
-			})
+			out = append(out, testNamesIn(pkg, decl)...)
 		}
 	}
 	return out, nil
+}
+
+// messageCalls log or fail; a string they are given is a message, not a
+// test name, even when it starts with an id.
+var messageCalls = map[string]bool{
+	"Error": true, "Errorf": true, "Fatal": true, "Fatalf": true, "Log": true, "Logf": true,
+	"Skip": true, "Skipf": true, "Print": true, "Printf": true, "Println": true, "Fprintf": true, "New": true,
+}
+
+func testNamesIn(pkg string, decl ast.Decl) []UnitTest {
+	fn := "(package level)"
+	if fd, ok := decl.(*ast.FuncDecl); ok {
+		fn = fd.Name.Name
+	}
+	var out []UnitTest
+	messages := map[ast.Expr]bool{}
+	ast.Inspect(decl, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.CallExpr:
+			if sel, ok := n.Fun.(*ast.SelectorExpr); ok && messageCalls[sel.Sel.Name] {
+				for _, a := range n.Args {
+					messages[a] = true
+				}
+			}
+		case *ast.BasicLit:
+			if n.Kind != token.STRING || messages[n] {
+				break
+			}
+			if s, err := strconv.Unquote(n.Value); err == nil && testNameID.MatchString(s) {
+				out = append(out, UnitTest{Package: pkg, Func: fn, Name: s, IDs: IDsIn(testNameID.FindString(s))})
+			}
+		}
+		return true
+	})
+	return out
 }
 
 // Coverage is what claims one plan id.
