@@ -27,9 +27,15 @@ import (
 // is kept so existing configurations keep working.)
 const Path = "/validate-apps-v1-deployment"
 
-// maxBodyBytes bounds an AdmissionReview body (the apiserver's own request
-// limit is 3 MiB per object; a review carries two objects).
-const maxBodyBytes = 16 << 20
+// apiServerRequestLimit is kube-apiserver's limit on a create or update
+// body (genericapiserver's MaxRequestBodyBytes, 3 MiB).
+const apiServerRequestLimit = 3 << 20
+
+// maxBodyBytes bounds an AdmissionReview body: an UPDATE carries the new
+// object (at most apiServerRequestLimit) and the stored one (smaller still:
+// etcd's limit is 1.5 MiB), plus a small envelope. Anything larger is not a
+// review the API server sends, and is refused before it is read.
+const maxBodyBytes = 2*apiServerRequestLimit + 64<<10
 
 var (
 	deploymentKind   = metav1.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
@@ -94,7 +100,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 	if err != nil {
-		http.Error(w, fmt.Sprintf("could not read the request body: %v", err), http.StatusBadRequest)
+		status := http.StatusBadRequest
+		if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
+			status = http.StatusRequestEntityTooLarge
+		}
+		http.Error(w, fmt.Sprintf("could not read the request body: %v", err), status)
 		return
 	}
 	review, err := decodeReview(body)

@@ -22,12 +22,17 @@ import (
 	"path/filepath"
 	"time"
 
+	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
 )
 
-// Validity of every certificate: long enough for any test run, short enough that
-// a leaked local CA is useless soon after.
+// Validity is the default lifetime of a certificate: long enough for any test
+// run, short enough that a leaked local CA is useless soon after.
 const Validity = 7 * 24 * time.Hour
+
+// clockSkew is how far NotBefore is set into the past, so a peer whose clock
+// is slightly behind accepts a certificate issued a moment ago.
+const clockSkew = time.Hour
 
 // CA is a certificate authority that can sign serving and client certificates.
 type CA struct {
@@ -41,8 +46,14 @@ type KeyPair struct {
 	Key  crypto.Signer
 }
 
-// NewCA creates a self-signed CA with the given common name.
-func NewCA(commonName string) (*CA, error) {
+// NewCA creates a self-signed CA with the given common name, valid for Validity.
+func NewCA(commonName string) (*CA, error) { return NewCAValidFor(commonName, Validity) }
+
+// NewCAValidFor creates a self-signed CA valid for validity from now.
+func NewCAValidFor(commonName string, validity time.Duration) (*CA, error) {
+	if validity <= 0 {
+		return nil, fmt.Errorf("CA %q: validity %s must be positive", commonName, validity)
+	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("generating CA key: %w", err)
@@ -51,8 +62,8 @@ func NewCA(commonName string) (*CA, error) {
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial(),
 		Subject:               pkix.Name{CommonName: commonName},
-		NotBefore:             now.Add(-time.Hour), // tolerate small clock skew
-		NotAfter:              now.Add(Validity),
+		NotBefore:             now.Add(-clockSkew),
+		NotAfter:              now.Add(validity),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
@@ -77,6 +88,9 @@ type CertRequest struct {
 	IPs      []net.IP
 	// Server and Client select the extended key usages.
 	Server, Client bool
+	// Validity is the lifetime from now; zero means Validity. A certificate
+	// never outlives its CA: NotAfter is capped at the CA's.
+	Validity time.Duration
 }
 
 // Issue signs a new certificate for req with the CA.
@@ -98,12 +112,23 @@ func (ca *CA) Issue(req CertRequest) (*KeyPair, error) {
 	if req.Client {
 		usages = append(usages, x509.ExtKeyUsageClientAuth)
 	}
+	validity := req.Validity
+	if validity == 0 {
+		validity = Validity
+	}
+	if validity < 0 {
+		return nil, fmt.Errorf("certificate %q: negative validity %s", req.CommonName, validity)
+	}
 	now := time.Now()
+	notAfter := now.Add(validity)
+	if notAfter.After(ca.Cert.NotAfter) {
+		notAfter = ca.Cert.NotAfter
+	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial(),
 		Subject:      pkix.Name{CommonName: req.CommonName, Organization: req.Organization},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(Validity),
+		NotBefore:    now.Add(-clockSkew),
+		NotAfter:     notAfter,
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage:  usages,
 		DNSNames:     req.DNSNames,
@@ -118,6 +143,36 @@ func (ca *CA) Issue(req CertRequest) (*KeyPair, error) {
 		return nil, err
 	}
 	return &KeyPair{Cert: cert, Key: key}, nil
+}
+
+// ParseCA reads a CA back from PEM (as CertPEM and KeyPEM wrote it): the
+// first certificate of certPEM, which must be a CA, and its private key.
+func ParseCA(certPEM, keyPEM []byte) (*CA, error) {
+	certs, err := certutil.ParseCertsPEM(certPEM)
+	if err != nil {
+		return nil, fmt.Errorf("CA certificate: %w", err)
+	}
+	cert := certs[0]
+	if !cert.IsCA || !cert.BasicConstraintsValid {
+		return nil, fmt.Errorf("certificate %q is not a CA", cert.Subject.CommonName)
+	}
+	parsed, err := keyutil.ParsePrivateKeyPEM(keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("CA key: %w", err)
+	}
+	key, ok := parsed.(crypto.Signer)
+	if !ok {
+		return nil, fmt.Errorf("CA key of type %T cannot sign", parsed)
+	}
+	if !publicKeysEqual(cert.PublicKey, key.Public()) {
+		return nil, fmt.Errorf("CA key does not belong to certificate %q", cert.Subject.CommonName)
+	}
+	return &CA{Cert: cert, Key: key}, nil
+}
+
+func publicKeysEqual(a, b crypto.PublicKey) bool {
+	eq, ok := a.(interface{ Equal(crypto.PublicKey) bool })
+	return ok && eq.Equal(b)
 }
 
 // NewServiceAccountKey returns the RSA key the apiserver signs service-account

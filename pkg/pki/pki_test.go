@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 func TestIssuedCertificatesVerifyAgainstTheCA(t *testing.T) {
@@ -103,5 +104,60 @@ func TestServiceAccountKeyEncodes(t *testing.T) {
 	pub, err := PublicKeyPEM(key)
 	if err != nil || len(pub) == 0 {
 		t.Fatalf("encoding public key: %v", err)
+	}
+}
+
+func TestValidityIsChosenAndCappedAtTheCA(t *testing.T) {
+	ca, err := NewCAValidFor("short-ca", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := time.Until(ca.Cert.NotAfter); got > time.Hour || got < 59*time.Minute {
+		t.Errorf("CA valid for %s more, want about 1h", got)
+	}
+	leaf, err := ca.Issue(CertRequest{CommonName: "w", DNSNames: []string{"w"}, Server: true, Validity: 2 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := time.Until(leaf.Cert.NotAfter); got > 2*time.Minute || got < time.Minute {
+		t.Errorf("leaf valid for %s more, want about 2m", got)
+	}
+	long, err := ca.Issue(CertRequest{CommonName: "w", Server: true, Validity: 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if long.Cert.NotAfter.After(ca.Cert.NotAfter) {
+		t.Errorf("leaf expires %s, after its CA %s", long.Cert.NotAfter, ca.Cert.NotAfter)
+	}
+	if _, err := NewCAValidFor("x", 0); err == nil {
+		t.Error("a CA without validity was made")
+	}
+}
+
+func TestParseCARoundTripsAndRejectsAForeignKey(t *testing.T) {
+	ca, _ := NewCA("ca")
+	key, _ := KeyPEM(ca.Key)
+	back, err := ParseCA(CertPEM(ca.Cert), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := back.Issue(CertRequest{CommonName: "s", Server: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.Cert)
+	if _, err := leaf.Cert.Verify(x509.VerifyOptions{Roots: roots}); err != nil {
+		t.Errorf("a certificate issued by the parsed CA does not verify: %v", err)
+	}
+	other, _ := NewCA("other")
+	otherKey, _ := KeyPEM(other.Key)
+	if _, err := ParseCA(CertPEM(ca.Cert), otherKey); err == nil {
+		t.Error("a CA certificate with another CA's key was accepted")
+	}
+	kp, _ := ca.Issue(CertRequest{CommonName: "leaf", Server: true})
+	kpKey, _ := KeyPEM(kp.Key)
+	if _, err := ParseCA(CertPEM(kp.Cert), kpKey); err == nil {
+		t.Error("a leaf certificate was accepted as a CA")
 	}
 }

@@ -14,13 +14,13 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -36,7 +36,10 @@ import (
 	v1core "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/record"
+	componentbaseconfig "k8s.io/component-base/config"
+	componentbaseoptions "k8s.io/component-base/config/options"
 	"k8s.io/component-base/logs"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/controller-manager/pkg/clientbuilder"
@@ -71,23 +74,28 @@ type options struct {
 	replicaSetWorkers  int
 	statefulSetWorkers int
 	crashAfter         string
+	leaderElection     componentbaseconfig.LeaderElectionConfiguration
 }
 
 func main() {
-	o := options{}
+	if len(os.Args) > 1 && os.Args[1] == probeCommand {
+		os.Exit(runProbe(os.Args[2:]))
+	}
+	o := options{leaderElection: defaultLeaderElection()}
 	fs := pflag.NewFlagSet("was-controller-manager", pflag.ExitOnError)
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (its identity bootstraps the per-controller service-account clients)")
 	fs.StringSliceVar(&o.controllers, "controllers", knownControllers, fmt.Sprintf("controllers to run, of %v; empty runs none (admission only)", knownControllers))
-	fs.StringVar(&o.bindAddress, "bind-address", "127.0.0.1:10290", "address of the plain HTTP server for /healthz and /metrics")
+	fs.StringVar(&o.bindAddress, "bind-address", "127.0.0.1:10290", "address of the plain HTTP server for /healthz and /metrics (keep it on loopback: `was-controller-manager probe` checks /healthz from inside the pod)")
 	fs.StringVar(&o.webhookBindAddress, "webhook-bind-address", "", "address of the HTTPS validating webhook; empty disables it")
-	fs.StringVar(&o.tlsCertFile, "tls-cert-file", "", "serving certificate of the webhook")
+	fs.StringVar(&o.tlsCertFile, "tls-cert-file", "", "serving certificate of the webhook (reloaded when the file changes)")
 	fs.StringVar(&o.tlsKeyFile, "tls-private-key-file", "", "serving key of the webhook")
 	fs.BoolVar(&o.useSACredentials, "use-service-account-credentials", true, "run each controller with its own kube-system service account, as kube-controller-manager does")
 	fs.IntVar(&o.deploymentWorkers, "concurrent-deployment-syncs", 5, "Deployment controller workers")
 	fs.IntVar(&o.replicaSetWorkers, "concurrent-replicaset-syncs", 5, "ReplicaSet controller workers")
 	fs.IntVar(&o.statefulSetWorkers, "concurrent-statefulset-syncs", 5, "StatefulSet controller workers")
 	fs.StringVar(&o.crashAfter, "crash-after", "", fmt.Sprintf("testing only: exit with status %d right after this step, as \"<point>\" or \"<point>@<namespace>\"; points: %v", crashpoint.ExitCode, crashpoint.Known))
-	selfSigned.addFlags(fs) // selfsigned.go: the webhook's certificate without cert-manager (deploy/)
+	componentbaseoptions.BindLeaderElectionFlags(&o.leaderElection, fs) // only the controllers are elected; the webhook serves on every replica
+	selfSigned.addFlags(fs)                                             // selfsigned.go: the webhook's certificate without cert-manager (deploy/)
 	utilfeature.DefaultMutableFeatureGate.AddFlag(fs)
 	logs.AddFlags(fs)
 	_ = fs.Parse(os.Args[1:])
@@ -103,8 +111,7 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, o options) error {
-	logger := klog.FromContext(ctx)
+func (o *options) validate() error {
 	if errs := utilfeature.DefaultMutableFeatureGate.Validate(); len(errs) > 0 {
 		return errors.Join(errs...)
 	}
@@ -116,41 +123,62 @@ func run(ctx context.Context, o options) error {
 	if err := crashpoint.Arm(o.crashAfter); err != nil {
 		return fmt.Errorf("--crash-after: %w", err)
 	}
-	if err := selfSigned.setUp(ctx, &o); err != nil {
+	if err := validateLeaderElection(o.leaderElection); err != nil {
 		return err
 	}
-	if o.webhookBindAddress != "" && (o.tlsCertFile == "" || o.tlsKeyFile == "") {
-		return fmt.Errorf("--webhook-bind-address needs --tls-cert-file and --tls-private-key-file")
+	if o.webhookBindAddress == "" {
+		return nil
+	}
+	if selfSigned.enabled() {
+		if o.tlsCertFile != "" || o.tlsKeyFile != "" {
+			return fmt.Errorf("--self-signed-cert-secret and --tls-cert-file/--tls-private-key-file exclude each other")
+		}
+		return selfSigned.validate()
+	}
+	if o.tlsCertFile == "" || o.tlsKeyFile == "" {
+		return fmt.Errorf("--webhook-bind-address needs --tls-cert-file and --tls-private-key-file, or --self-signed-cert-secret")
+	}
+	return nil
+}
+
+func run(ctx context.Context, o options) error {
+	logger := klog.FromContext(ctx)
+	if err := o.validate(); err != nil {
+		return err
+	}
+	identity, err := instanceIdentity()
+	if err != nil {
+		return err
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 	if err != nil {
 		return fmt.Errorf("--kubeconfig: %w", err)
 	}
 	cfg.QPS, cfg.Burst = 50, 100
+	cfg.Wrap(tagUserAgent(identity))
 	root, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	logger.Info("Starting", "controllers", o.controllers, "webhook", o.webhookBindAddress,
+	logger.Info("Starting", "controllers", o.controllers, "webhook", o.webhookBindAddress, "identity", identity, "leaderElect", o.leaderElection.LeaderElect,
 		string(features.WorkloadWithDeployment), features.Enabled(features.WorkloadWithDeployment),
 		string(features.WorkloadWithStatefulSet), features.Enabled(features.WorkloadWithStatefulSet))
 	wasdeployment.RegisterMetrics()
 	wasstatefulset.RegisterMetrics()
 
-	var healthy atomic.Bool
+	health := newHealthChecks()
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", legacyregistry.Handler())
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		if !healthy.Load() {
-			http.Error(w, "informers not synced", http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = w.Write([]byte("ok"))
-	})
-	serveErr := make(chan error, 2)
-	go func() { serveErr <- serve(ctx, &http.Server{Addr: o.bindAddress, Handler: mux}, "", "") }()
+	mux.Handle("/healthz", health)
+	serveErr := make(chan error, 4) // both servers, the election, the leader's start
+	go func() { serveErr <- serve(ctx, newServer(o.bindAddress, mux, nil)) }()
 
 	if o.webhookBindAddress != "" {
+		source, err := webhookCertificate(ctx, o, root)
+		if err != nil {
+			return err
+		}
+		health.add("serving-certificate", source.Check)
 		wh := http.NewServeMux()
 		wh.Handle(admission.Path, &admission.Handler{
 			GateEnabled:            func() bool { return features.Enabled(features.WorkloadWithDeployment) },
@@ -159,17 +187,49 @@ func run(ctx context.Context, o options) error {
 				return root.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
 			},
 		})
-		go func() {
-			serveErr <- serve(ctx, &http.Server{Addr: o.webhookBindAddress, Handler: wh, TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12}}, o.tlsCertFile, o.tlsKeyFile)
-		}()
+		go func() { serveErr <- serve(ctx, newServer(o.webhookBindAddress, wh, webhookTLSConfig(source))) }()
 	}
 
 	if len(o.controllers) > 0 {
-		if err := startControllers(ctx, o, cfg, root); err != nil {
-			return err
+		var synced atomic.Bool
+		start := func(ctx context.Context) error {
+			if err := startControllers(ctx, o, cfg, root, identity); err != nil {
+				return err
+			}
+			synced.Store(true)
+			return nil
+		}
+		if !o.leaderElection.LeaderElect {
+			health.add("controllers", func() error {
+				if !synced.Load() {
+					return errors.New("informers not synced")
+				}
+				return nil
+			})
+			if err := start(ctx); err != nil {
+				return err
+			}
+		} else {
+			le := &leaderElection{config: o.leaderElection, identity: identity, watchdog: leaderelection.NewLeaderHealthzAdaptor(leaderHealthTimeout)}
+			var leading atomic.Bool
+			// A standby is ready: it has nothing to do until it leads.
+			health.add("controllers", func() error {
+				if leading.Load() && !synced.Load() {
+					return errors.New("leading, informers not synced")
+				}
+				return nil
+			})
+			health.add("leader-election", le.check)
+			go func() {
+				serveErr <- le.run(ctx, cfg, func(ctx context.Context) {
+					leading.Store(true)
+					if err := start(ctx); err != nil && ctx.Err() == nil {
+						serveErr <- err
+					}
+				})
+			}()
 		}
 	}
-	healthy.Store(true)
 	logger.Info("Ready")
 	select {
 	case <-ctx.Done():
@@ -179,14 +239,35 @@ func run(ctx context.Context, o options) error {
 	}
 }
 
+// webhookCertificate is the webhook's certificate: the self-signed one kept
+// in a Secret (deploy/), or the files given (the local cluster).
+func webhookCertificate(ctx context.Context, o options, root kubernetes.Interface) (certificateSource, error) {
+	if !selfSigned.enabled() {
+		return newFileCertificate(o.tlsCertFile, o.tlsKeyFile)
+	}
+	ns, _, _ := strings.Cut(selfSigned.secret, "/")
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartStructuredLogging(3)
+	broadcaster.StartRecordingToSink(&v1core.EventSinkImpl{Interface: root.CoreV1().Events(ns)})
+	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "was-webhook"})
+	cert := newSelfSignedCertificate(selfSigned, root, recorder)
+	return cert, cert.start(ctx)
+}
+
 // startControllers builds the upstream controllers over wrapped clients and
 // starts them once their informers have synced.
-func startControllers(ctx context.Context, o options, cfg *rest.Config, root kubernetes.Interface) error {
+func startControllers(ctx context.Context, o options, cfg *rest.Config, root kubernetes.Interface, identity string) error {
+	// Bootstraps from the root identity: a token for each controller's
+	// kube-system service account (which the manifests create; the root
+	// identity may only read these three and request their tokens).
+	anonymous := rest.AnonymousClientConfig(cfg)
+	anonymous.Wrap(tagUserAgent(identity))
+	builder := clientbuilder.NewDynamicClientBuilder(anonymous, root.CoreV1(), "kube-system")
 	clientFor := func(name string) (kubernetes.Interface, error) {
 		if !o.useSACredentials {
 			return root, nil
 		}
-		return clientbuilder.NewDynamicClientBuilder(rest.AnonymousClientConfig(cfg), root.CoreV1(), "kube-system").Client(name)
+		return builder.Client(name)
 	}
 	deploymentClient, err := clientFor("deployment-controller")
 	if err != nil {
@@ -271,23 +352,4 @@ func startControllers(ctx context.Context, o options, cfg *rest.Config, root kub
 	go workers.Run(ctx, 2)
 	go finisher.Run(ctx)
 	return nil
-}
-
-func serve(ctx context.Context, srv *http.Server, certFile, keyFile string) error {
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdown)
-	}()
-	var err error
-	if certFile != "" {
-		err = srv.ListenAndServeTLS(certFile, keyFile)
-	} else {
-		err = srv.ListenAndServe()
-	}
-	if errors.Is(err, http.ErrServerClosed) {
-		return nil
-	}
-	return fmt.Errorf("serving on %s: %w", srv.Addr, err)
 }

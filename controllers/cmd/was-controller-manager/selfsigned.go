@@ -4,12 +4,12 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/pem"
+	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"net"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -18,140 +18,349 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
+	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/klog/v2"
 
 	"github.com/workload-aware/apps-harness/pkg/pki"
 )
 
+// The Secret's keys next to tls.crt and tls.key: the CA bundle (the current
+// CA first, then earlier CAs that have not expired yet) and the current CA's
+// key, kept so every renewal and every replica issues from the same CA and
+// the caBundle stays valid.
+const (
+	caCertKey = "ca.crt"
+	caKeyKey  = "ca.key"
+)
+
+// Our owner marking on the Secret: a Secret without it was not made by this
+// program and is replaced, never trusted.
+const (
+	managedByLabel = "app.kubernetes.io/managed-by"
+	managedByValue = "was-controller-manager"
+)
+
+// Event reasons on the Secret.
+const (
+	reasonCertificateReplaced = "CertificateReplaced"
+	reasonCertificateRenewed  = "CertificateRenewed"
+	reasonCARotated           = "CARotated"
+)
+
 // selfSignedOptions give the webhook a serving certificate in a cluster
-// without cert-manager (deploy/): the certificate and its CA live in a Secret
-// that the first webhook to start creates, so restarts and replicas serve the
-// same certificate, and the webhook writes the CA into its
-// ValidatingWebhookConfiguration's caBundle before it reports ready.
+// without cert-manager (deploy/). The certificate, its CA and the CA's key
+// live in a Secret that the first webhook to start creates; every replica
+// serves the Secret's certificate, renews it from the same CA well before it
+// expires (whoever comes first writes, the others read), and keeps the CA in
+// its ValidatingWebhookConfiguration's caBundle.
 type selfSignedOptions struct {
 	secret               string // namespace/name of the Secret
 	hosts                []string
 	webhookConfiguration string
-	certDir              string
-	// timeout bounds the wait for the Secret and the webhook configuration.
+	// validity is the serving certificate's lifetime; the CA lives
+	// caValidityFactor times longer.
+	validity time.Duration
+	// timeout bounds the wait for the Secret and the webhook configuration at start.
 	timeout time.Duration
 }
+
+// caValidityFactor: the CA outlives many serving certificates, so the
+// caBundle changes rarely (and then with the old CA kept in it).
+const caValidityFactor = 10
 
 var selfSigned selfSignedOptions
 
 func (s *selfSignedOptions) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&s.secret, "self-signed-cert-secret", "", "namespace/name of a Secret holding the webhook's self-signed serving certificate (tls.crt, tls.key, ca.crt), created if missing; replaces --tls-cert-file and --tls-private-key-file")
-	fs.StringSliceVar(&s.hosts, "self-signed-cert-hosts", nil, "DNS names of the self-signed certificate (the webhook Service's names)")
-	fs.StringVar(&s.webhookConfiguration, "self-signed-ca-bundle-webhook-configuration", "", "ValidatingWebhookConfiguration whose caBundle is set to the self-signed CA")
-	fs.StringVar(&s.certDir, "self-signed-cert-dir", os.TempDir(), "directory the self-signed certificate is written to for serving")
+	fs.StringVar(&s.secret, "self-signed-cert-secret", "", "namespace/name of a Secret holding the webhook's self-signed serving certificate and its CA (tls.crt, tls.key, ca.crt, ca.key), created if missing and renewed while running; replaces --tls-cert-file and --tls-private-key-file")
+	fs.StringSliceVar(&s.hosts, "self-signed-cert-hosts", nil, "DNS names or IP addresses of the self-signed certificate (the webhook Service's names)")
+	fs.StringVar(&s.webhookConfiguration, "self-signed-ca-bundle-webhook-configuration", "", "ValidatingWebhookConfiguration whose caBundle is kept set to the self-signed CA")
+	fs.DurationVar(&s.validity, "self-signed-cert-validity", pki.Validity, fmt.Sprintf("lifetime of the self-signed serving certificate; it is renewed when a third of it is left, and the CA lives %d times longer", caValidityFactor))
 	s.timeout = 2 * time.Minute
 }
 
-// setUp does nothing without --self-signed-cert-secret. Otherwise it gets or
-// creates the Secret, points o's TLS files at its certificate and sets the
-// caBundle, retrying until both succeed or the timeout passes.
-func (s *selfSignedOptions) setUp(ctx context.Context, o *options) error {
-	if s.secret == "" {
-		return nil
-	}
+func (s *selfSignedOptions) enabled() bool { return s.secret != "" }
+
+// renewBefore is how much life a serving certificate has left when it is
+// renewed; readinessMargin is how much it has left when the pod stops being
+// ready, because renewing has failed for a long time.
+func (s *selfSignedOptions) renewBefore() time.Duration     { return s.validity / 3 }
+func (s *selfSignedOptions) readinessMargin() time.Duration { return s.validity / 10 }
+func (s *selfSignedOptions) caValidity() time.Duration      { return caValidityFactor * s.validity }
+
+// caRenewBefore: a CA is rotated while it can still outlive two serving
+// certificates, so no certificate is ever issued past its CA's end.
+func (s *selfSignedOptions) caRenewBefore() time.Duration { return 2 * s.validity }
+
+// checkInterval is how often the running webhook looks at the Secret.
+func (s *selfSignedOptions) checkInterval() time.Duration {
+	return min(max(s.validity/24, time.Second), time.Minute)
+}
+
+func (s *selfSignedOptions) validate() error {
 	ns, name, ok := strings.Cut(s.secret, "/")
-	if !ok || ns == "" || name == "" || len(s.hosts) == 0 {
-		return fmt.Errorf("--self-signed-cert-secret=namespace/name needs --self-signed-cert-hosts")
+	if !ok || ns == "" || name == "" {
+		return fmt.Errorf("--self-signed-cert-secret=%q: want namespace/name", s.secret)
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
-	if err != nil {
-		return fmt.Errorf("--kubeconfig: %w", err)
+	if len(s.hosts) == 0 {
+		return fmt.Errorf("--self-signed-cert-secret needs --self-signed-cert-hosts")
 	}
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
+	if s.validity < 30*time.Second {
+		return fmt.Errorf("--self-signed-cert-validity=%s: at least 30s", s.validity)
 	}
-	var secret *corev1.Secret
-	err = wait.PollUntilContextTimeout(ctx, 2*time.Second, s.timeout, true, func(ctx context.Context) (bool, error) {
-		secret, err = s.getOrCreate(ctx, client, ns, name)
+	return nil
+}
+
+// selfSignedCertificate keeps the Secret's certificate fresh and serves it.
+type selfSignedCertificate struct {
+	opts            selfSignedOptions
+	namespace, name string
+	client          kubernetes.Interface
+	recorder        record.EventRecorder
+	serving         atomic.Pointer[tls.Certificate]
+}
+
+func newSelfSignedCertificate(opts selfSignedOptions, client kubernetes.Interface, recorder record.EventRecorder) *selfSignedCertificate {
+	ns, name, _ := strings.Cut(opts.secret, "/")
+	return &selfSignedCertificate{opts: opts, namespace: ns, name: name, client: client, recorder: recorder}
+}
+
+// start syncs once, waiting up to the timeout for the Secret to be writable
+// and the webhook configuration to exist (kustomize applies webhook
+// configurations last), then keeps syncing in the background until ctx ends.
+func (c *selfSignedCertificate) start(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, c.opts.timeout, true, func(ctx context.Context) (bool, error) {
+		err := c.sync(ctx)
 		if err != nil {
-			klog.FromContext(ctx).Info("Waiting for the self-signed certificate Secret", "secret", s.secret, "err", err)
+			logger.Info("Waiting for the self-signed certificate", "secret", c.opts.secret, "validatingWebhookConfiguration", c.opts.webhookConfiguration, "err", err)
 		}
 		return err == nil, nil
 	})
 	if err != nil {
-		return fmt.Errorf("self-signed certificate in Secret %s: %w", s.secret, err)
+		return fmt.Errorf("self-signed certificate in Secret %s: %w", c.opts.secret, err)
 	}
-	o.tlsCertFile, o.tlsKeyFile = filepath.Join(s.certDir, "tls.crt"), filepath.Join(s.certDir, "tls.key")
-	if err := os.WriteFile(o.tlsCertFile, secret.Data[corev1.TLSCertKey], 0o600); err != nil {
+	go wait.UntilWithContext(ctx, func(ctx context.Context) {
+		if err := c.sync(ctx); err != nil {
+			// The current certificate keeps being served; readiness fails
+			// once it is close to its end.
+			logger.Error(err, "Syncing the self-signed certificate", "secret", c.opts.secret)
+		}
+	}, c.opts.checkInterval())
+	return nil
+}
+
+// sync makes the Secret hold a certificate we trust and that is far from its
+// end, serves it, and puts its CA bundle into the webhook configuration.
+func (c *selfSignedCertificate) sync(ctx context.Context) error {
+	secret, err := c.ensureSecret(ctx)
+	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(o.tlsKeyFile, secret.Data[corev1.TLSPrivateKeyKey], 0o600); err != nil {
+	if err := c.serve(ctx, secret); err != nil {
 		return err
 	}
-	if s.webhookConfiguration == "" {
+	if c.opts.webhookConfiguration == "" {
 		return nil
 	}
-	// The configuration may be applied after this pod starts (kustomize
-	// orders webhook configurations last): wait for it.
-	return wait.PollUntilContextTimeout(ctx, 2*time.Second, s.timeout, true, func(ctx context.Context) (bool, error) {
-		err := s.setCABundle(ctx, client, secret.Data["ca.crt"])
+	return c.setCABundle(ctx, secret.Data[caCertKey])
+}
+
+// GetCertificate is the TLS server's certificate, looked up on every
+// handshake, so a renewal takes effect without a restart.
+func (c *selfSignedCertificate) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	cert := c.serving.Load()
+	if cert == nil {
+		return nil, errors.New("no serving certificate yet")
+	}
+	return cert, nil
+}
+
+// Check fails when the served certificate is close to its end: renewing has
+// failed for most of its life, and the pod should stop taking requests
+// before the API server rejects its certificate.
+func (c *selfSignedCertificate) Check() error {
+	cert := c.serving.Load()
+	if cert == nil {
+		return errors.New("no serving certificate yet")
+	}
+	if left := cert.Leaf.NotAfter.Sub(time.Now()); left < c.opts.readinessMargin() {
+		return fmt.Errorf("the serving certificate expires in %s (at %s) and could not be renewed", left.Round(time.Second), cert.Leaf.NotAfter.Format(time.RFC3339))
+	}
+	return nil
+}
+
+func (c *selfSignedCertificate) serve(ctx context.Context, secret *corev1.Secret) error {
+	pair, err := tls.X509KeyPair(secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey])
+	if err != nil {
+		return fmt.Errorf("loading the certificate of Secret %s: %w", c.opts.secret, err)
+	}
+	if old := c.serving.Load(); old == nil || !old.Leaf.Equal(pair.Leaf) {
+		klog.FromContext(ctx).Info("Serving the webhook certificate", "secret", c.opts.secret, "serial", pair.Leaf.SerialNumber, "notAfter", pair.Leaf.NotAfter)
+		c.serving.Store(&pair)
+	}
+	return nil
+}
+
+// action is what ensureSecret does with the Secret it found.
+type action int
+
+const (
+	keep action = iota
+	renewLeaf
+	rotateCA
+	replace
+)
+
+// verdict is inspect's finding: what to do, why, and the CA to issue from.
+type verdict struct {
+	action action
+	reason string
+	ca     *pki.CA
+	bundle []*x509.Certificate
+}
+
+// inspect decides whether the Secret can be served as it is. Only a Secret
+// with our marking whose serving certificate was signed by its own CA is
+// trusted; anything else is replaced whole, so a Secret planted by someone
+// else never puts their CA into the caBundle.
+func (c *selfSignedCertificate) inspect(secret *corev1.Secret) verdict {
+	if secret.Labels[managedByLabel] != managedByValue {
+		return verdict{action: replace, reason: fmt.Sprintf("it lacks the label %s=%s, so was-controller-manager did not make it", managedByLabel, managedByValue)}
+	}
+	ca, err := pki.ParseCA(secret.Data[caCertKey], secret.Data[caKeyKey])
+	if err != nil {
+		return verdict{action: replace, reason: fmt.Sprintf("its CA is unusable: %v", err)}
+	}
+	bundle, err := certutil.ParseCertsPEM(secret.Data[caCertKey])
+	if err != nil {
+		return verdict{action: replace, reason: fmt.Sprintf("its CA bundle is unusable: %v", err)}
+	}
+	pair, err := tls.X509KeyPair(secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey])
+	if err != nil {
+		return verdict{action: replace, reason: fmt.Sprintf("its serving certificate is unusable: %v", err)}
+	}
+	leaf := pair.Leaf
+	if err := leaf.CheckSignatureFrom(ca.Cert); err != nil {
+		return verdict{action: replace, reason: fmt.Sprintf("its serving certificate was not issued by its CA: %v", err)}
+	}
+	now := time.Now()
+	found := verdict{ca: ca, bundle: bundle}
+	switch {
+	case ca.Cert.NotAfter.Sub(now) < c.opts.caRenewBefore():
+		found.action, found.reason = rotateCA, fmt.Sprintf("its CA expires at %s", ca.Cert.NotAfter.Format(time.RFC3339))
+	case leaf.NotAfter.Sub(now) < c.opts.renewBefore():
+		found.action, found.reason = renewLeaf, fmt.Sprintf("the serving certificate expires at %s", leaf.NotAfter.Format(time.RFC3339))
+	case leaf.NotAfter.Sub(now) > c.opts.validity+time.Minute:
+		found.action, found.reason = renewLeaf, fmt.Sprintf("the serving certificate is valid until %s, longer than --self-signed-cert-validity=%s", leaf.NotAfter.Format(time.RFC3339), c.opts.validity)
+	default:
+		for _, h := range c.opts.hosts {
+			if err := leaf.VerifyHostname(h); err != nil {
+				found.action, found.reason = renewLeaf, fmt.Sprintf("the serving certificate is not for %s", h)
+				break
+			}
+		}
+	}
+	return found
+}
+
+// ensureSecret returns the Secret once it holds a certificate inspect
+// keeps, creating, renewing or replacing it as needed. Another replica
+// may write at the same time: a lost race reads the winner's Secret.
+func (c *selfSignedCertificate) ensureSecret(ctx context.Context) (*corev1.Secret, error) {
+	api := c.client.CoreV1().Secrets(c.namespace)
+	var lastErr error
+	for range 3 {
+		existing, err := api.Get(ctx, c.name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			data, err := c.issue(nil, nil)
+			if err != nil {
+				return nil, err
+			}
+			created, err := api.Create(ctx, &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Name: c.name, Namespace: c.namespace, Labels: map[string]string{managedByLabel: managedByValue}},
+				Type:       corev1.SecretTypeTLS, Data: data,
+			}, metav1.CreateOptions{})
+			if lastErr = err; apierrors.IsAlreadyExists(err) {
+				continue
+			}
+			if err == nil {
+				klog.FromContext(ctx).Info("Created the self-signed certificate", "secret", c.opts.secret)
+			}
+			return created, err
+		}
 		if err != nil {
-			klog.FromContext(ctx).Info("Waiting to set the webhook's caBundle", "validatingWebhookConfiguration", s.webhookConfiguration, "err", err)
+			return nil, err
 		}
-		return err == nil, nil
-	})
+		found := c.inspect(existing)
+		if found.action == keep {
+			return existing, nil
+		}
+		updated, err := c.rewrite(ctx, existing, found)
+		if lastErr = err; apierrors.IsConflict(err) {
+			continue
+		}
+		return updated, err
+	}
+	return nil, lastErr
 }
 
-// getOrCreate returns a Secret whose certificate is for s.hosts and valid for
-// at least half its life; otherwise it writes a new one. A lost create race
-// is retried by the caller and then reads the winner's Secret.
-func (s *selfSignedOptions) getOrCreate(ctx context.Context, client kubernetes.Interface, ns, name string) (*corev1.Secret, error) {
-	api := client.CoreV1().Secrets(ns)
-	existing, err := api.Get(ctx, name, metav1.GetOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return nil, err
+func (c *selfSignedCertificate) rewrite(ctx context.Context, existing *corev1.Secret, found verdict) (*corev1.Secret, error) {
+	var data map[string][]byte
+	var err error
+	eventType, reason, message := corev1.EventTypeNormal, reasonCertificateRenewed, "Renewed the serving certificate: "+found.reason
+	switch found.action {
+	case renewLeaf:
+		data, err = c.issue(found.ca, found.bundle)
+	case rotateCA:
+		// The old CA stays in the bundle until it expires: replicas that
+		// have not reloaded yet still serve a certificate it issued.
+		data, err = c.issue(nil, found.bundle)
+		reason, message = reasonCARotated, "Rotated the CA and renewed the serving certificate: "+found.reason
+	case replace:
+		data, err = c.issue(nil, nil)
+		eventType, reason, message = corev1.EventTypeWarning, reasonCertificateReplaced, "Replaced the Secret's certificate and CA, not trusted because "+found.reason
 	}
-	found := err == nil
-	if found && s.usable(existing) {
-		return existing, nil
-	}
-	data, err := s.generate()
 	if err != nil {
 		return nil, err
 	}
-	if !found {
-		return api.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Type:       corev1.SecretTypeTLS, Data: data,
-		}, metav1.CreateOptions{})
+	next := existing.DeepCopy()
+	next.Data = data
+	next.Type = corev1.SecretTypeTLS
+	if next.Labels == nil {
+		next.Labels = map[string]string{}
 	}
-	existing.Data = data
-	return api.Update(ctx, existing, metav1.UpdateOptions{})
+	next.Labels[managedByLabel] = managedByValue
+	updated, err := c.client.CoreV1().Secrets(c.namespace).Update(ctx, next, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	klog.FromContext(ctx).Info(message, "secret", c.opts.secret)
+	if c.recorder != nil {
+		c.recorder.Event(updated, eventType, reason, message)
+	}
+	return updated, nil
 }
 
-func (s *selfSignedOptions) usable(secret *corev1.Secret) bool {
-	if _, err := tls.X509KeyPair(secret.Data[corev1.TLSCertKey], secret.Data[corev1.TLSPrivateKeyKey]); err != nil {
-		return false
-	}
-	block, _ := pem.Decode(secret.Data[corev1.TLSCertKey])
-	if block == nil || len(secret.Data["ca.crt"]) == 0 {
-		return false
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		return false
-	}
-	for _, h := range s.hosts {
-		if !slices.Contains(cert.DNSNames, h) {
-			return false
+// issue returns the Secret's data: a serving certificate from ca (a new CA
+// when nil) and a CA bundle of that CA followed by the unexpired CAs of
+// previous (the current bundle).
+func (c *selfSignedCertificate) issue(ca *pki.CA, previous []*x509.Certificate) (map[string][]byte, error) {
+	if ca == nil {
+		var err error
+		if ca, err = pki.NewCAValidFor("was-webhook-ca", c.opts.caValidity()); err != nil {
+			return nil, err
 		}
 	}
-	return time.Until(cert.NotAfter) > pki.Validity/2
-}
-
-func (s *selfSignedOptions) generate() (map[string][]byte, error) {
-	ca, err := pki.NewCA("was-webhook-ca")
-	if err != nil {
-		return nil, err
+	req := pki.CertRequest{CommonName: c.opts.hosts[0], Server: true, Validity: c.opts.validity}
+	for _, h := range c.opts.hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			req.IPs = append(req.IPs, ip)
+		} else {
+			req.DNSNames = append(req.DNSNames, h)
+		}
 	}
-	kp, err := ca.Issue(pki.CertRequest{CommonName: s.hosts[0], DNSNames: s.hosts, Server: true})
+	kp, err := ca.Issue(req)
 	if err != nil {
 		return nil, err
 	}
@@ -159,26 +368,39 @@ func (s *selfSignedOptions) generate() (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	caKey, err := pki.KeyPEM(ca.Key)
+	if err != nil {
+		return nil, err
+	}
+	bundle := pki.CertPEM(ca.Cert)
+	now := time.Now()
+	for _, old := range previous {
+		if old.IsCA && !old.Equal(ca.Cert) && now.Before(old.NotAfter) {
+			bundle = append(bundle, pki.CertPEM(old)...)
+		}
+	}
 	return map[string][]byte{
-		corev1.TLSCertKey: pki.CertPEM(kp.Cert), corev1.TLSPrivateKeyKey: key, "ca.crt": pki.CertPEM(ca.Cert),
+		corev1.TLSCertKey: pki.CertPEM(kp.Cert), corev1.TLSPrivateKeyKey: key, caCertKey: bundle, caKeyKey: caKey,
 	}, nil
 }
 
-func (s *selfSignedOptions) setCABundle(ctx context.Context, client kubernetes.Interface, ca []byte) error {
-	api := client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
-	wc, err := api.Get(ctx, s.webhookConfiguration, metav1.GetOptions{})
+func (c *selfSignedCertificate) setCABundle(ctx context.Context, bundle []byte) error {
+	api := c.client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	wc, err := api.Get(ctx, c.opts.webhookConfiguration, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
 	changed := false
 	for i := range wc.Webhooks {
-		if string(wc.Webhooks[i].ClientConfig.CABundle) != string(ca) {
-			wc.Webhooks[i].ClientConfig.CABundle, changed = ca, true
+		if !slices.Equal(wc.Webhooks[i].ClientConfig.CABundle, bundle) {
+			wc.Webhooks[i].ClientConfig.CABundle, changed = bundle, true
 		}
 	}
 	if !changed {
 		return nil
 	}
-	_, err = api.Update(ctx, wc, metav1.UpdateOptions{})
+	if _, err = api.Update(ctx, wc, metav1.UpdateOptions{}); err == nil {
+		klog.FromContext(ctx).Info("Set the webhook's caBundle", "validatingWebhookConfiguration", c.opts.webhookConfiguration)
+	}
 	return err
 }
