@@ -12,6 +12,8 @@ import (
 	typedappsv1 "k8s.io/client-go/kubernetes/typed/apps/v1"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/kubernetes/pkg/controller"
+
+	"github.com/workload-aware/apps-harness/controllers/ownerguard"
 )
 
 // --- Deployment side: a clientset whose ReplicaSet writes first ensure the Workload.
@@ -49,10 +51,14 @@ type hookedReplicaSets struct {
 	r *Reconciler
 }
 
+// ensure runs before every ReplicaSet write of the Deployment controller. For
+// a Deployment going away no Workload is written, but the ReplicaSet write
+// still goes through: upstream keeps syncing a terminating Deployment's
+// ReplicaSets (status, revision annotations) and must not be blocked.
 func (h *hookedReplicaSets) ensure(ctx context.Context, rs *appsv1.ReplicaSet) error {
 	if d := h.r.deploymentOf(rs); d != nil {
 		_, err := h.r.EnsureWorkload(ctx, d)
-		return err
+		return ownerguard.Ignore(err)
 	}
 	return nil
 }

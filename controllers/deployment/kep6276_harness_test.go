@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
@@ -173,12 +174,14 @@ func (e *ktEnv) eventually(what string, cond func() bool) {
 	}
 }
 
-// addDeployment puts d into the Deployment lister (the controller's cache).
+// addDeployment puts d into the Deployment lister (the controller's cache)
+// and the fake API, where the controller reads it live before every write.
 func (e *ktEnv) addDeployment(d *appsv1.Deployment) {
 	e.t.Helper()
 	if err := e.deploys.Add(d); err != nil {
 		e.t.Fatal(err)
 	}
+	e.storeInAPI(appsv1.SchemeGroupVersion.WithResource("deployments"), d)
 }
 
 func (e *ktEnv) updateDeployment(d *appsv1.Deployment) {
@@ -186,6 +189,32 @@ func (e *ktEnv) updateDeployment(d *appsv1.Deployment) {
 	if err := e.deploys.Update(d); err != nil {
 		e.t.Fatal(err)
 	}
+	e.storeInAPI(appsv1.SchemeGroupVersion.WithResource("deployments"), d)
+}
+
+// storeInAPI adds or replaces obj in the fake API without recording an action.
+func (e *ktEnv) storeInAPI(gvr schema.GroupVersionResource, obj runtime.Object) {
+	e.t.Helper()
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	err = e.client.Tracker().Update(gvr, obj, m.GetNamespace())
+	if apierrors.IsNotFound(err) {
+		err = e.client.Tracker().Add(obj)
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// replicaSet returns ktReplicaSet(d, hash, replicas), stored in the fake API
+// as the Deployment controller would have created it.
+func (e *ktEnv) replicaSet(d *appsv1.Deployment, hash string, replicas int32) *appsv1.ReplicaSet {
+	e.t.Helper()
+	rs := ktReplicaSet(d, hash, replicas)
+	e.storeInAPI(appsv1.SchemeGroupVersion.WithResource("replicasets"), rs)
+	return rs
 }
 
 // seed stores obj in the API (with UID and resourceVersion) and waits until

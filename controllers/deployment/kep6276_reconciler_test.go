@@ -29,7 +29,7 @@ func ktGangSetup(t *testing.T, e *ktEnv) (*appsv1.Deployment, *schedulingv1beta1
 	d := ktDeployment(t, "inference-server", ptr.To[int32](4), ktFullIntent())
 	e.addDeployment(d)
 	w := e.ensureWorkloadCached(d)
-	return d, w, ktReplicaSet(d, "5d8f9c7b6", 3)
+	return d, w, e.replicaSet(d, "5d8f9c7b6", 3)
 }
 
 // TestKEP6276EnsurePodGroup covers D-U2: the ReplicaSet-owned PodGroup.
@@ -197,7 +197,7 @@ func TestKEP6276EnsurePodGroup(t *testing.T) {
 			}
 			w.Spec.PodGroupTemplates = tmpls
 			e.seed(w)
-			rs := ktReplicaSet(d, "5d8f9c7b6", 3)
+			rs := e.replicaSet(d, "5d8f9c7b6", 3)
 			e.client.ClearActions()
 
 			if pg, err := e.r.EnsurePodGroup(e.ctx, rs); err == nil || pg != nil {
@@ -223,7 +223,7 @@ func TestKEP6276EnsurePodGroup(t *testing.T) {
 		e := ktNewEnv(t, ktEnvOptions{})
 		d := ktDeployment(t, "inference-server", ptr.To[int32](3), ktGang(nil))
 		e.addDeployment(d)
-		rs := ktReplicaSet(d, "5d8f9c7b6", 3)
+		rs := e.replicaSet(d, "5d8f9c7b6", 3)
 		inner := &ktPodControl{client: e.client}
 		if err := e.r.PodControl(inner).CreatePods(e.ctx, ktNS, &rs.Spec.Template, rs, ktRSControllerRef(rs)); err == nil {
 			t.Errorf("CreatePods succeeded without a Workload")

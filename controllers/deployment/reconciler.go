@@ -35,10 +35,11 @@ import (
 	kubefeatures "k8s.io/kubernetes/pkg/features"
 	"k8s.io/utils/ptr"
 
+	"github.com/workload-aware/apps-harness/api/intent"
 	"github.com/workload-aware/apps-harness/controllers/crashpoint"
 	"github.com/workload-aware/apps-harness/controllers/features"
-	"github.com/workload-aware/apps-harness/api/intent"
 	"github.com/workload-aware/apps-harness/controllers/objcache"
+	"github.com/workload-aware/apps-harness/controllers/ownerguard"
 	"github.com/workload-aware/apps-harness/controllers/schedulingapi"
 )
 
@@ -150,6 +151,9 @@ func (r *Reconciler) EnsureWorkload(ctx context.Context, d *appsv1.Deployment) (
 		return r.reconcileWorkload(ctx, d, desired, existing)
 	}
 	if apierrors.IsNotFound(err) {
+		if err := r.deploymentLive(ctx, d); err != nil {
+			return nil, err
+		}
 		start := time.Now()
 		created, err := client.Create(ctx, desired, metav1.CreateOptions{})
 		observeCreate("Workload", start, err)
@@ -186,6 +190,9 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, d *appsv1.Deployment
 	if want == nil || have == nil || *want == *have {
 		return existing, nil
 	}
+	if err := r.deploymentLive(ctx, d); err != nil {
+		return nil, err
+	}
 	// Only gang.minCount is mutable; the rest of the template was fixed at creation.
 	updated := existing.DeepCopy()
 	updated.Spec.PodGroupTemplates[0].SchedulingPolicy.Gang.MinCount = *want
@@ -196,6 +203,25 @@ func (r *Reconciler) reconcileWorkload(ctx context.Context, d *appsv1.Deployment
 	r.workloadWrites.Store(types.NamespacedName{Namespace: d.Namespace, Name: updated.Name}, updated)
 	crashpoint.Reached(crashpoint.DeploymentBetweenMinCountUpdates, d.Namespace)
 	return updated, nil
+}
+
+// deploymentLive guards every Workload write: the Deployment, read from the
+// apiserver with the Deployment side's client, must still be this one and
+// not be terminating (see ownerguard).
+func (r *Reconciler) deploymentLive(ctx context.Context, d *appsv1.Deployment) error {
+	return ownerguard.Check(ctx, "Deployment", d, r.deploymentClient.AppsV1().Deployments(d.Namespace).Get)
+}
+
+// replicaSetLive guards every PodGroup write: the ReplicaSet, read from the
+// apiserver with the ReplicaSet side's client, must still be this one and not
+// be terminating, and neither may its Deployment be (the cached copy is
+// enough there: the ReplicaSet controller's identity does not read
+// Deployments, and a deleted Deployment's ReplicaSet is collected anyway).
+func (r *Reconciler) replicaSetLive(ctx context.Context, d *appsv1.Deployment, rs *appsv1.ReplicaSet) error {
+	if err := ownerguard.Terminating("Deployment", d); err != nil {
+		return err
+	}
+	return ownerguard.Check(ctx, "ReplicaSet", rs, r.replicaSetClient.AppsV1().ReplicaSets(rs.Namespace).Get)
 }
 
 // deploymentOf returns the Deployment controlling rs, from the cache.
@@ -268,6 +294,9 @@ func (r *Reconciler) EnsurePodGroup(ctx context.Context, rs *appsv1.ReplicaSet) 
 		// is not worth a write.
 		goingToZero := ptr.Deref(d.Spec.Replicas, 1) == 0
 		if g := existing.Spec.SchedulingPolicy.Gang; want != nil && g != nil && g.MinCount != *want && !goingToZero {
+			if err := r.replicaSetLive(ctx, d, rs); err != nil {
+				return nil, err
+			}
 			updated := existing.DeepCopy()
 			updated.Spec.SchedulingPolicy.Gang.MinCount = *want
 			if existing, err = client.Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
@@ -281,6 +310,9 @@ func (r *Reconciler) EnsurePodGroup(ctx context.Context, rs *appsv1.ReplicaSet) 
 	desired, err := BuildPodGroup(w, rs, name, r.gates.DRAWorkloadResourceClaims())
 	if err != nil {
 		r.recorder.Eventf(d, corev1.EventTypeWarning, ReasonFailedPodGroupCreate, "Error building PodGroup %s: %v", name, err)
+		return nil, err
+	}
+	if err := r.replicaSetLive(ctx, d, rs); err != nil {
 		return nil, err
 	}
 	start := time.Now()

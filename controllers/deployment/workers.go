@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/workload-aware/apps-harness/controllers/objcache"
+	"github.com/workload-aware/apps-harness/controllers/ownerguard"
 	"github.com/workload-aware/apps-harness/controllers/queue"
 )
 
@@ -127,7 +128,7 @@ func (w *Workers) syncDeployment(ctx context.Context, key string) error {
 		return err
 	}
 	_, err = w.r.EnsureWorkload(ctx, d)
-	return err
+	return ownerguard.Ignore(err)
 }
 
 func (w *Workers) syncReplicaSet(ctx context.Context, key string) error {
@@ -146,5 +147,5 @@ func (w *Workers) syncReplicaSet(ctx context.Context, key string) error {
 		return nil
 	}
 	_, err = w.r.EnsurePodGroup(ctx, rs)
-	return err
+	return ownerguard.Ignore(err)
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
+	"github.com/workload-aware/apps-harness/controllers/ownerguard"
 	"github.com/workload-aware/apps-harness/controllers/schedulingapi"
 )
 
@@ -83,7 +84,9 @@ func (p *pods) Delete(ctx context.Context, name string, opts metav1.DeleteOption
 		if set := p.r.setOf(pod); set != nil {
 			// With the scheduling API not served there is no minCount to lower:
 			// deleting pods must not wait for it.
-			if _, err := p.r.Resolve(ctx, set); err != nil && !errors.Is(err, schedulingapi.ErrNotServed) {
+			// Nor for a StatefulSet going away: its pods go regardless.
+			_, err := p.r.Resolve(ctx, set)
+			if err = ownerguard.Ignore(err); err != nil && !errors.Is(err, schedulingapi.ErrNotServed) {
 				return err
 			}
 		}

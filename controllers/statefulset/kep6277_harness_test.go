@@ -237,16 +237,33 @@ func (e *stEnv) eventually(what string, cond func() bool) {
 }
 
 // addSet puts set into the StatefulSet lister (the controller's cache).
+// addSet puts set into the StatefulSet lister (the controller's cache) and
+// the fake API, where the controller reads it live before every write.
 func (e *stEnv) addSet(set *appsv1.StatefulSet) {
 	e.t.Helper()
 	if err := e.sets.Add(set); err != nil {
 		e.t.Fatal(err)
 	}
+	e.storeInAPI(set)
 }
 
 func (e *stEnv) updateSet(set *appsv1.StatefulSet) {
 	e.t.Helper()
 	if err := e.sets.Update(set); err != nil {
+		e.t.Fatal(err)
+	}
+	e.storeInAPI(set)
+}
+
+// storeInAPI adds or replaces set in the fake API without recording an action.
+func (e *stEnv) storeInAPI(set *appsv1.StatefulSet) {
+	e.t.Helper()
+	gvr := appsv1.SchemeGroupVersion.WithResource("statefulsets")
+	err := e.client.Tracker().Update(gvr, set, set.Namespace)
+	if apierrors.IsNotFound(err) {
+		err = e.client.Tracker().Add(set)
+	}
+	if err != nil {
 		e.t.Fatal(err)
 	}
 }

@@ -38,10 +38,11 @@ import (
 	kubefeatures "k8s.io/kubernetes/pkg/features"
 	"k8s.io/utils/ptr"
 
+	"github.com/workload-aware/apps-harness/api/intent"
 	"github.com/workload-aware/apps-harness/controllers/crashpoint"
 	"github.com/workload-aware/apps-harness/controllers/features"
-	"github.com/workload-aware/apps-harness/api/intent"
 	"github.com/workload-aware/apps-harness/controllers/objcache"
+	"github.com/workload-aware/apps-harness/controllers/ownerguard"
 	"github.com/workload-aware/apps-harness/controllers/schedulingapi"
 )
 
@@ -262,6 +263,9 @@ func (r *Reconciler) resolvePodGroup(ctx context.Context, set *appsv1.StatefulSe
 		if err != nil {
 			return nil, err
 		}
+		if err := r.setLive(ctx, set); err != nil {
+			return nil, err
+		}
 		if parentComposite != "" {
 			desired.Spec.ParentCompositePodGroupName = ptr.To(parentComposite)
 		}
@@ -288,6 +292,9 @@ func (r *Reconciler) resolvePodGroup(ctx context.Context, set *appsv1.StatefulSe
 	}
 	want := templateMinCount(w, template)
 	if g := pg.Spec.SchedulingPolicy.Gang; want != nil && g != nil && g.MinCount != *want {
+		if err := r.setLive(ctx, set); err != nil {
+			return nil, err
+		}
 		updated := pg.DeepCopy()
 		updated.Spec.SchedulingPolicy.Gang.MinCount = *want
 		if pg, err = r.client.SchedulingV1beta1().PodGroups(set.Namespace).Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
@@ -308,6 +315,9 @@ func (r *Reconciler) createWorkload(ctx context.Context, set *appsv1.StatefulSet
 		}
 	}
 	if err == nil {
+		if err := r.setLive(ctx, set); err != nil {
+			return nil, err
+		}
 		start := time.Now()
 		var created *schedulingv1beta1.Workload
 		created, err = r.client.SchedulingV1beta1().Workloads(set.Namespace).Create(ctx, desired, metav1.CreateOptions{})
@@ -324,12 +334,22 @@ func (r *Reconciler) createWorkload(ctx context.Context, set *appsv1.StatefulSet
 	return nil, err
 }
 
+// setLive guards every Workload and PodGroup write: the StatefulSet, read
+// from the apiserver, must still be this one and not be terminating (see
+// ownerguard).
+func (r *Reconciler) setLive(ctx context.Context, set *appsv1.StatefulSet) error {
+	return ownerguard.Check(ctx, "StatefulSet", set, r.client.AppsV1().StatefulSets(set.Namespace).Get)
+}
+
 // syncWorkloadMinCount sets the template's gang minCount to replicas (clamped).
 func (r *Reconciler) syncWorkloadMinCount(ctx context.Context, set *appsv1.StatefulSet, w *schedulingv1beta1.Workload) (*schedulingv1beta1.Workload, error) {
 	g := w.Spec.PodGroupTemplates[0].SchedulingPolicy.Gang
 	want := ResolvedMinCount(set.Spec.Replicas)
 	if g == nil || g.MinCount == want {
 		return w, nil
+	}
+	if err := r.setLive(ctx, set); err != nil {
+		return nil, err
 	}
 	updated := w.DeepCopy()
 	updated.Spec.PodGroupTemplates[0].SchedulingPolicy.Gang.MinCount = want

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/workload-aware/apps-harness/controllers/ownerguard"
 	"github.com/workload-aware/apps-harness/controllers/queue"
 )
 
@@ -73,5 +74,5 @@ func (w *SyncWorker) sync(ctx context.Context, key string) error {
 		return nil
 	}
 	_, err = w.r.Resolve(ctx, set)
-	return err
+	return ownerguard.Ignore(err)
 }
