@@ -87,4 +87,3 @@ func TestOwnerGoingAway(t *testing.T) {
 		}
 	})
 }
-
