@@ -77,9 +77,20 @@ test: tools ## go vet and unit tests; go test -json goes to $(ARTIFACTS)/unit.js
 	  $(REPORT) stamp --unit-json $(ARTIFACTS)/unit.json --source "$$source" --started "$$started"
 	$(HARNESS) test-summary $(ARTIFACTS)/unit.json
 
+# `make fuzz FUZZTIME=60s` fuzzes every Go fuzz target that long, one after the other.
+FUZZTIME ?= 30s
+
+.PHONY: fuzz
+fuzz: ## Run every Go fuzz target for FUZZTIME (30s) each; a finding fails and is kept in testdata/fuzz.
+	FUZZTIME=$(FUZZTIME) hack/fuzz.sh
+
 .PHONY: e2e
-e2e: tools ## Build what is missing, start a local cluster (or use KUBECONFIG=), run every suite, report.
-	hack/e2e.sh
+e2e: tools ## Build what is missing, start a local cluster (or use KUBECONFIG=), run every suite, report. STRESS=1: see stress.
+	$(if $(filter 1,$(STRESS)),hack/stress.sh,hack/e2e.sh)
+
+.PHONY: stress
+stress: tools ## The suites under CPU load (STRESS_PROCS busy processes, default one per core), REPEAT=N times; flake rates in $(ARTIFACTS)/flakes.md.
+	hack/stress.sh
 
 .PHONY: conformance conformance-kubeconfig
 conformance: conformance-kubeconfig tools ## Vendor mode: check, then test the existing cluster of KUBECONFIG= (no Disruptive specs unless ALLOW_DISRUPTIVE=1).

@@ -2,7 +2,7 @@
 // and summarises test output for people and CI.
 //
 //	was-harness cluster up     [--dir D] [--output-dir O] [--kube-version V] [--feature-gates A=true,B=false]
-//	                           [--zones N] [--racks-per-zone N] [--nodes-per-rack N]
+//	                           [--addon FILE] [--zones N] [--racks-per-zone N] [--nodes-per-rack N]
 //	was-harness cluster down   [--dir D]
 //	was-harness cluster status [--dir D]
 //	was-harness cluster restart [--dir D] --component C [--feature-gates A=false] [--runtime-config g/v=false]
@@ -15,15 +15,16 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"maps"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/workload-aware/apps-harness/api/cluster"
 	"github.com/workload-aware/apps-harness/pkg/localcluster"
 )
 
@@ -35,7 +36,7 @@ func main() {
 }
 
 func usage() error {
-	return fmt.Errorf("usage: was-harness cluster up|down|status|restart [flags] | test-summary FILE")
+	return fmt.Errorf("usage: was-harness cluster up|down|status|restart [flags] | test-summary FILE | flakes --out FILE JUNIT...")
 }
 
 func run(args []string) error {
@@ -55,6 +56,8 @@ func run(args []string) error {
 			return usage()
 		}
 		return testSummary(args[1], os.Stdout)
+	case "flakes":
+		return flakesCmd(args[1:])
 	}
 	return usage()
 }
@@ -63,13 +66,14 @@ func clusterCmd(verb string, args []string) error {
 	fs := flag.NewFlagSet("cluster "+verb, flag.ContinueOnError)
 	dir := fs.String("dir", "_output/cluster", "work directory of the cluster (PKI, kubeconfig, logs, state)")
 	outputDir := fs.String("output-dir", "_output", "directory holding bin/ from hack/build-binaries.sh")
-	kubeVersion := fs.String("kube-version", envOr("KUBE_VERSION", "v1.37.2"), "Kubernetes version of the binaries")
+	kubeVersion := fs.String("kube-version", envOr("KUBE_VERSION", cluster.KubeVersion), "Kubernetes version of the binaries")
+	addon := fs.String("addon", "controllers/config/localcluster-addon.yaml", "descriptor of the implementation to run as an add-on (binaries relative to <output-dir>/bin); empty runs none")
 	gates := fs.String("feature-gates", "", "extra feature gates for apiserver, controller-manager and scheduler, e.g. CompositePodGroup=true")
 	zones := fs.Int("zones", 0, "number of zones (0: default topology)")
 	racks := fs.Int("racks-per-zone", 0, "racks per zone (0: default)")
 	nodes := fs.Int("nodes-per-rack", 0, "nodes per rack (0: default)")
 	timeout := fs.Duration("timeout", 60*time.Second, "readiness timeout of each component and of the nodes")
-	component := fs.String("component", "", "restart: the component to restart ("+componentNames()+")")
+	component := fs.String("component", "", "restart: the component to restart (see `cluster status`)")
 	runtimeConfig := fs.String("runtime-config", "", "restart: kube-apiserver runtime-config entries merged over the cluster's, e.g. scheduling.k8s.io/v1beta1=false")
 	omitGates := fs.String("omit-feature-gates", "", "restart: gates left out of the component's --feature-gates (for an older binary), comma-separated")
 	binary := fs.String("binary", "", "restart: run this binary instead (another Kubernetes version)")
@@ -101,6 +105,13 @@ func clusterCmd(verb string, args []string) error {
 		return usage()
 	}
 	cfg := localcluster.DefaultConfig(*outputDir, *kubeVersion, *dir)
+	if *addon != "" {
+		a, err := localcluster.LoadImplementation(*addon, filepath.Join(*outputDir, "bin"))
+		if err != nil {
+			return err
+		}
+		cfg.Addons = append(cfg.Addons, a)
+	}
 	cfg.Detach = true
 	cfg.ReadyTimeout = *timeout
 	cfg.Logf = func(format string, args ...any) { fmt.Printf("[cluster] "+format+"\n", args...) }
@@ -133,12 +144,12 @@ func clusterCmd(verb string, args []string) error {
 // the step of a manual upgrade or downgrade (docs/upgrade-downgrade.md).
 func restartCmd(dir, component, gates, runtimeConfig, omitGates, binary string, reset bool) error {
 	name := localcluster.Component(component)
-	if !slices.Contains(localcluster.Components, name) {
-		return fmt.Errorf("--component %q: want one of %s", component, componentNames())
-	}
 	c, err := localcluster.Attach(dir, func(format string, args ...any) { fmt.Printf("[cluster] "+format+"\n", args...) })
 	if err != nil {
 		return err
+	}
+	if running := c.RunningComponents(); !slices.Contains(running, name) {
+		return fmt.Errorf("--component %q: want one of %v", component, running)
 	}
 	change := map[string]bool{}
 	if err := parseGates(gates, change); err != nil {
@@ -157,42 +168,21 @@ func restartCmd(dir, component, gates, runtimeConfig, omitGates, binary string, 
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
+	update := localcluster.ComponentConfig{FeatureGates: change, RuntimeConfig: rc, Binary: binary}
+	if omitGates != "" {
+		update.OmitFeatureGates = strings.Split(omitGates, ",")
+	}
 	err = c.Restart(ctx, name, func(cc *localcluster.ComponentConfig) {
 		if reset {
 			*cc = localcluster.ComponentConfig{}
 		}
-		if len(change) > 0 {
-			if cc.FeatureGates == nil {
-				cc.FeatureGates = map[string]bool{}
-			}
-			maps.Copy(cc.FeatureGates, change)
-		}
-		if len(rc) > 0 {
-			if cc.RuntimeConfig == nil {
-				cc.RuntimeConfig = map[string]string{}
-			}
-			maps.Copy(cc.RuntimeConfig, rc)
-		}
-		if omitGates != "" {
-			cc.OmitFeatureGates = append(cc.OmitFeatureGates, strings.Split(omitGates, ",")...)
-		}
-		if binary != "" {
-			cc.Binary = binary
-		}
+		*cc = cc.Merge(update)
 	})
 	if err != nil {
 		return err
 	}
 	fmt.Printf("restarted %s; its flags are the first line of %s\n", name, c.LogPath(name))
 	return nil
-}
-
-func componentNames() string {
-	names := make([]string, 0, len(localcluster.Components))
-	for _, c := range localcluster.Components {
-		names = append(names, string(c))
-	}
-	return strings.Join(names, ", ")
 }
 
 // parseGates merges "A=true,B=false" into gates.

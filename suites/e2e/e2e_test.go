@@ -11,6 +11,7 @@ package e2e
 import (
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"testing"
 
@@ -39,7 +40,17 @@ func TestE2E(t *testing.T) {
 
 var _ = ginkgo.SynchronizedBeforeSuite(func(ctx context.Context) []byte {
 	return framework.SetupCluster(ctx)
-}, framework.ConnectCluster)
+}, func(ctx context.Context, kubeconfig []byte) {
+	framework.ConnectCluster(kubeconfig)
+	// Windows and bounds follow the cluster's measured speed (framework.Calibration).
+	c, err := framework.CalibrateTimeouts(ctx, framework.ClientSet())
+	if err != nil {
+		ginkgo.GinkgoWriter.Printf("calibration failed, keeping the configured timeouts: %v\n", err)
+		return
+	}
+	fmt.Fprintf(os.Stderr, "[calibration] create-to-bound %v (slowest %v): Eventually bounds x%.2f, nothing-happens windows %v\n",
+		c.Samples, c.Slowest, c.Scale, c.Timeouts.StaysUnbound)
+})
 
 var _ = ginkgo.ReportAfterSuite("summary", func(report ginkgo.Report) {
 	if err := framework.WriteSummary(report); err != nil {
