@@ -5,9 +5,15 @@ SHELL := /usr/bin/env bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
 
-KUBE_VERSION ?= v1.37.2
-# The previous minor, whose kube-scheduler the version-skew specs run.
-SKEW_KUBE_VERSION ?= v1.36.3
+# Kubernetes versions, from their one source (hack/versions.sh): the
+# k8s.io/kubernetes version in go.mod, and api/cluster's previous minor,
+# whose kube-scheduler the version-skew specs run.
+ifndef KUBE_VERSION
+KUBE_VERSION := $(shell hack/versions.sh kube)
+endif
+ifndef SKEW_KUBE_VERSION
+SKEW_KUBE_VERSION := $(shell hack/versions.sh skew)
+endif
 ARTIFACTS    ?= $(CURDIR)/_artifacts
 OUTPUT_DIR   ?= $(CURDIR)/_output
 CLUSTER_DIR  ?= $(OUTPUT_DIR)/cluster
@@ -88,6 +94,10 @@ fuzz: ## Run every Go fuzz target for FUZZTIME (30s) each; a finding fails and i
 e2e: tools ## Build what is missing, start a local cluster (or use KUBECONFIG=), run every suite, report. STRESS=1: see stress.
 	$(if $(filter 1,$(STRESS)),hack/stress.sh,hack/e2e.sh)
 
+.PHONY: soak
+soak: tools ## Churn gang Deployments and StatefulSets for DURATION (default 10m): no duplicates, the KEPs' writes, flat RSS and goroutines; figures in $(ARTIFACTS)/soak.md.
+	SOAK_DURATION=$(or $(DURATION),10m) LABEL_FILTER=Soak hack/e2e.sh
+
 .PHONY: stress
 stress: tools ## The suites under CPU load (STRESS_PROCS busy processes, default one per core), REPEAT=N times; flake rates in $(ARTIFACTS)/flakes.md.
 	hack/stress.sh
@@ -116,7 +126,7 @@ report: tools ## Write $(ARTIFACTS)/testplan.md and .html from junit_e2e.xml and
 
 .PHONY: cluster-up
 cluster-up: binaries tools ## Start a local cluster in the background (kubeconfig in _output/cluster).
-	$(HARNESS) cluster up --dir $(CLUSTER_DIR) --output-dir $(OUTPUT_DIR) --kube-version $(KUBE_VERSION)
+	$(HARNESS) cluster up --dir $(CLUSTER_DIR) --output-dir $(OUTPUT_DIR) --kube-version $(KUBE_VERSION) --addon $(CURDIR)/controllers/config/localcluster-addon.yaml
 
 .PHONY: cluster-down
 cluster-down: tools ## Stop the cluster that cluster-up started.

@@ -22,6 +22,7 @@ import (
 	_ "github.com/workload-aware/apps-harness/suites/deployment"
 	_ "github.com/workload-aware/apps-harness/suites/packaging"
 	_ "github.com/workload-aware/apps-harness/suites/scheduling"
+	_ "github.com/workload-aware/apps-harness/suites/soak"
 	_ "github.com/workload-aware/apps-harness/suites/statefulset"
 	_ "github.com/workload-aware/apps-harness/suites/upgrade"
 )
