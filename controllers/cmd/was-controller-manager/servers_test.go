@@ -1,0 +1,149 @@
+package main
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/workload-aware/apps-harness/pkg/pki"
+)
+
+// TestServersAreBounded: both servers get every timeout, so a client that
+// sends its headers slowly (slowloris) or idles cannot hold a connection.
+func TestServersAreBounded(t *testing.T) {
+	srv := newServer("127.0.0.1:0", http.NotFoundHandler(), nil)
+	for name, d := range map[string]time.Duration{"ReadHeaderTimeout": srv.ReadHeaderTimeout, "ReadTimeout": srv.ReadTimeout, "WriteTimeout": srv.WriteTimeout, "IdleTimeout": srv.IdleTimeout} {
+		if d <= 0 {
+			t.Errorf("%s unset", name)
+		}
+	}
+	if srv.MaxHeaderBytes <= 0 || srv.MaxHeaderBytes > 1<<20 {
+		t.Errorf("MaxHeaderBytes %d", srv.MaxHeaderBytes)
+	}
+	// The API server waits at most 30 s (timeoutSeconds' maximum) for a review.
+	if srv.WriteTimeout < 30*time.Second {
+		t.Errorf("WriteTimeout %s is shorter than the API server's longest webhook timeout", srv.WriteTimeout)
+	}
+}
+
+func TestHealthChecksNameWhatFails(t *testing.T) {
+	h := newHealthChecks()
+	h.add("a", func() error { return nil })
+	get := func() (int, string) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+		return rec.Code, rec.Body.String()
+	}
+	if code, _ := get(); code != http.StatusOK {
+		t.Errorf("all checks pass: HTTP %d", code)
+	}
+	h.add("serving-certificate", func() error { return errors.New("expires in 5s") })
+	if code, body := get(); code != http.StatusServiceUnavailable || !strings.Contains(body, "serving-certificate: expires in 5s") {
+		t.Errorf("a failing check: HTTP %d %q", code, body)
+	}
+}
+
+// TestProbeCommand: `was-controller-manager probe URL` exits 0 only on 200.
+func TestProbeCommand(t *testing.T) {
+	ok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
+	defer ok.Close()
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "no", http.StatusServiceUnavailable) }))
+	defer failing.Close()
+	if code := runProbe([]string{ok.URL}); code != 0 {
+		t.Errorf("probe of a healthy server exited %d", code)
+	}
+	if code := runProbe([]string{failing.URL}); code == 0 {
+		t.Error("probe of a failing server exited 0")
+	}
+	if code := runProbe([]string{"http://127.0.0.1:1/healthz"}); code == 0 {
+		t.Error("probe of a closed port exited 0")
+	}
+}
+
+// TestFileCertificateIsReloadedWhenTheFilesChange: the local cluster's
+// --tls-cert-file is served per handshake too, and a rewritten pair is
+// picked up without a restart.
+func TestFileCertificateIsReloadedWhenTheFilesChange(t *testing.T) {
+	dir := t.TempDir()
+	ca, _ := pki.NewCA("ca")
+	write := func() *pki.KeyPair {
+		kp, err := ca.Issue(pki.CertRequest{CommonName: "w", Server: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := kp.Write(dir, "tls"); err != nil {
+			t.Fatal(err)
+		}
+		return kp
+	}
+	first := write()
+	f, err := newFileCertificate(filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.reloadInterval = 0
+	if served(t, f).SerialNumber.Cmp(first.Cert.SerialNumber) != 0 {
+		t.Fatal("not serving the file's certificate")
+	}
+	second := write()
+	// A later modification time, as a renewal would give it.
+	later := time.Now().Add(time.Second)
+	for _, p := range []string{"tls.crt", "tls.key"} {
+		if err := os.Chtimes(filepath.Join(dir, p), later, later); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if served(t, f).SerialNumber.Cmp(second.Cert.SerialNumber) != 0 {
+		t.Error("the rewritten certificate is not served")
+	}
+	if err := f.Check(); err != nil {
+		t.Errorf("Check: %v", err)
+	}
+	// A half-written pair keeps the previous one in service.
+	if err := os.WriteFile(filepath.Join(dir, "tls.crt"), []byte("garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if served(t, f).SerialNumber.Cmp(second.Cert.SerialNumber) != 0 {
+		t.Error("a broken file replaced the served certificate")
+	}
+}
+
+// TestUserAgentCarriesTheInstance: every request names the instance that
+// sent it after client-go's own User-Agent.
+func TestUserAgentCarriesTheInstance(t *testing.T) {
+	var got string
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { got = r.UserAgent() }))
+	defer srv.Close()
+	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+	req.Header.Set("User-Agent", "was-controller-manager/v0.0.0 (linux/amd64) kubernetes/$Format/system:serviceaccount:kube-system:deployment-controller")
+	resp, err := tagUserAgent("host_1234")(http.DefaultTransport).RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if !strings.HasSuffix(got, "deployment-controller instance/host_1234") {
+		t.Errorf("User-Agent %q lacks the instance", got)
+	}
+	if req.Header.Get("User-Agent") != "was-controller-manager/v0.0.0 (linux/amd64) kubernetes/$Format/system:serviceaccount:kube-system:deployment-controller" {
+		t.Error("the caller's request was modified")
+	}
+}
+
+func TestLeaderElectionDefaultsAndValidation(t *testing.T) {
+	d := defaultLeaderElection()
+	if d.LeaderElect || d.ResourceNamespace != "kube-system" || d.ResourceName != "was-controller-manager" || d.ResourceLock != "leases" {
+		t.Errorf("defaults %+v: want off, Lease kube-system/was-controller-manager (the RBAC names it)", d)
+	}
+	if err := validateLeaderElection(d); err != nil {
+		t.Errorf("defaults rejected: %v", err)
+	}
+	d.LeaderElect, d.ResourceLock = true, "endpoints"
+	if err := validateLeaderElection(d); err == nil {
+		t.Error("a lock other than leases accepted")
+	}
+}
