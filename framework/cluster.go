@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/onsi/ginkgo/v2"
 	"k8s.io/client-go/kubernetes"
@@ -40,8 +39,10 @@ func SetupCluster(ctx context.Context) []byte {
 		}
 		return []byte(TestContext.Kubeconfig)
 	}
-	cfg := localcluster.DefaultConfig(TestContext.OutputDir, TestContext.KubeVersion, filepath.Join(TestContext.Artifacts, "cluster"))
-	cfg.ReadyTimeout = TestContext.Timeouts.ClusterStart
+	cfg, err := localClusterConfig()
+	if err != nil {
+		ginkgo.Fail(fmt.Sprintf("configuring the local cluster: %v", err))
+	}
 	cfg.Logf = func(format string, args ...any) {
 		// Progress goes to stderr at once, not into the spec's buffered output.
 		fmt.Fprintf(os.Stderr, "[cluster] "+format+"\n", args...)

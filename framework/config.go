@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/workload-aware/apps-harness/api/cluster"
 )
 
 // Config is the suite's configuration, from flags of the test binary
@@ -14,6 +16,10 @@ type Config struct {
 	Kubeconfig string
 	// OutputDir holds the binaries built by hack/build-binaries.sh.
 	OutputDir string
+	// Addon is the descriptor of the implementation the local cluster runs
+	// as an add-on (pkg/localcluster.Addon), read at run time so the suite
+	// links none of its code; empty runs the cluster without one.
+	Addon string
 	// KubeVersion selects the binaries under OutputDir/bin/kube.
 	KubeVersion string
 	// SkewKubeVersion is an older Kubernetes version whose binaries (under
@@ -91,8 +97,9 @@ var TestContext = Config{Timeouts: DefaultTimeouts(), TimeoutScale: 1}
 func RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&TestContext.Kubeconfig, "kubeconfig", "", "kubeconfig of an existing cluster to test; empty starts a local cluster")
 	fs.StringVar(&TestContext.OutputDir, "output-dir", envOr("WAS_OUTPUT_DIR", "_output"), "directory with the binaries from hack/build-binaries.sh (env WAS_OUTPUT_DIR)")
-	fs.StringVar(&TestContext.KubeVersion, "kube-version", envOr("KUBE_VERSION", "v1.37.2"), "Kubernetes version of the local cluster's binaries (env KUBE_VERSION)")
-	fs.StringVar(&TestContext.SkewKubeVersion, "skew-kube-version", envOr("SKEW_KUBE_VERSION", "v1.36.3"), "older Kubernetes version for the version-skew specs (env SKEW_KUBE_VERSION)")
+	fs.StringVar(&TestContext.Addon, "addon", envOr("WAS_ADDON", DefaultAddon), "local cluster only: descriptor of the implementation to run as an add-on (processes and manifests); empty runs none (env WAS_ADDON)")
+	fs.StringVar(&TestContext.KubeVersion, "kube-version", envOr("KUBE_VERSION", cluster.KubeVersion), "Kubernetes version of the local cluster's binaries (env KUBE_VERSION)")
+	fs.StringVar(&TestContext.SkewKubeVersion, "skew-kube-version", envOr("SKEW_KUBE_VERSION", cluster.SkewKubeVersion), "older Kubernetes version for the version-skew specs (env SKEW_KUBE_VERSION)")
 	fs.StringVar(&TestContext.Artifacts, "artifacts", envOr("ARTIFACTS", "_artifacts"), "directory for logs, failure dumps and reports (env ARTIFACTS)")
 	fs.StringVar(&TestContext.TopologyKey, "topology-key", "topology.kubernetes.io/rack", "node label used as the topology domain by placement specs")
 	fs.StringVar(&TestContext.CrashMode, "crash-mode", envOr("CRASH_MODE", "crashpoint"), "crash-recovery specs: crashpoint (reference --crash-after) or seed (stop the controller, seed the partial state, start it) (env CRASH_MODE)")
@@ -102,7 +109,7 @@ func RegisterFlags(fs *flag.FlagSet) {
 
 // Resolve makes paths absolute and applies the timeout scale; call it once flags are parsed.
 func (c *Config) Resolve() error {
-	for _, p := range []*string{&c.OutputDir, &c.Artifacts, &c.Kubeconfig} {
+	for _, p := range []*string{&c.OutputDir, &c.Artifacts, &c.Kubeconfig, &c.Addon} {
 		if *p == "" {
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 
+	"github.com/workload-aware/apps-harness/api/cluster"
 	"github.com/workload-aware/apps-harness/testplan"
 )
 
@@ -31,22 +32,28 @@ func ID(ids ...string) ginkgo.Labels {
 	return ginkgo.Label(ids...)
 }
 
-// FeatureGate is a Kubernetes or harness feature gate name.
+// FeatureGate is a feature gate of api/cluster's table.
 type FeatureGate string
 
+// The gates specs are labelled with, as api/cluster names them.
 const (
-	GenericWorkload                 FeatureGate = "GenericWorkload"
-	TopologyAwareWorkloadScheduling FeatureGate = "TopologyAwareWorkloadScheduling"
-	DRAWorkloadResourceClaims       FeatureGate = "DRAWorkloadResourceClaims"
-	CompositePodGroup               FeatureGate = "CompositePodGroup"
-	WorkloadWithDeployment          FeatureGate = "WorkloadWithDeployment"
-	WorkloadWithStatefulSet         FeatureGate = "WorkloadWithStatefulSet"
+	GenericWorkload                 FeatureGate = cluster.GenericWorkload
+	TopologyAwareWorkloadScheduling FeatureGate = cluster.TopologyAwareWorkloadScheduling
+	DRAWorkloadResourceClaims       FeatureGate = cluster.DRAWorkloadResourceClaims
+	CompositePodGroup               FeatureGate = cluster.CompositePodGroup
+	WorkloadWithDeployment          FeatureGate = cluster.WorkloadWithDeployment
+	WorkloadWithStatefulSet         FeatureGate = cluster.WorkloadWithStatefulSet
 )
 
 // WithFeatureGate labels a spec with the gates it needs, as "Feature:<gate>".
+// It panics at tree construction on a gate api/cluster does not list: the
+// local cluster would not turn it on, nor the prerequisite check look at it.
 func WithFeatureGate(gates ...FeatureGate) ginkgo.Labels {
 	out := make([]string, 0, len(gates))
 	for _, g := range gates {
+		if !cluster.IsGate(string(g)) {
+			panic(fmt.Sprintf("framework.WithFeatureGate(%q): not a gate of api/cluster's table", g))
+		}
 		out = append(out, "Feature:"+string(g))
 	}
 	return ginkgo.Label(out...)

@@ -19,6 +19,7 @@ import (
 
 	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
 
+	"github.com/workload-aware/apps-harness/api/cluster"
 	"github.com/workload-aware/apps-harness/framework/builder"
 	"github.com/workload-aware/apps-harness/pkg/localcluster"
 	"github.com/workload-aware/apps-harness/testplan"
@@ -38,37 +39,6 @@ type PrereqOptions struct {
 	CanaryTimeout time.Duration
 	// Poll is the interval of that wait (default 200 ms).
 	Poll time.Duration
-}
-
-// The feature gates the report records from kube-apiserver's /metrics, and
-// what a false (or unknown) value costs. The KEPs' own gates are recorded
-// only when the server knows them (1.37 does not).
-var watchedGates = []struct {
-	gate      FeatureGate
-	essential bool
-	without   string
-}{
-	{GenericWorkload, true, "the Workload and PodGroup APIs are off: start kube-apiserver, kube-scheduler and kube-controller-manager with --feature-gates=GenericWorkload=true"},
-	{TopologyAwareWorkloadScheduling, false, "specs labelled Feature:TopologyAwareWorkloadScheduling will fail"},
-	{DRAWorkloadResourceClaims, false, "specs labelled Feature:DRAWorkloadResourceClaims will fail"},
-	{CompositePodGroup, false, "specs labelled Feature:CompositePodGroup will fail"},
-	{WorkloadWithDeployment, false, ""},
-	{WorkloadWithStatefulSet, false, ""},
-}
-
-// The API group versions the suite uses; only the first is essential.
-var neededAPIs = []struct {
-	gv        string
-	resources []string
-	required  bool
-	fix       string
-}{
-	{"scheduling.k8s.io/v1beta1", []string{"workloads", "podgroups"}, true,
-		"start kube-apiserver with --runtime-config=scheduling.k8s.io/v1beta1=true and --feature-gates=GenericWorkload=true"},
-	{"resource.k8s.io/v1", []string{"deviceclasses", "resourceclaims", "resourceclaimtemplates", "resourceslices"}, false,
-		"DRA specs (Feature:DRAWorkloadResourceClaims) will fail; serve resource.k8s.io/v1"},
-	{"scheduling.k8s.io/v1alpha3", []string{"compositepodgroups"}, false,
-		"CompositePodGroup specs will fail; start kube-apiserver with --runtime-config=scheduling.k8s.io/v1alpha3=true and --feature-gates=CompositePodGroup=true"},
 }
 
 // CheckPrerequisites inspects the cluster of cfg and returns what it saw;
@@ -97,11 +67,13 @@ func CheckPrerequisites(ctx context.Context, cfg *rest.Config, opts PrereqOption
 	}
 	env.ServerVersion = v.GitVersion
 
-	for _, api := range neededAPIs {
-		served := Serves(cs, api.gv, api.resources)
-		env.APIs = append(env.APIs, testplan.APICheck{GroupVersion: api.gv, Resources: api.resources, Served: served, Required: api.required})
+	// The group versions and gates are api/cluster's: the ones the local
+	// cluster serves and turns on.
+	for _, api := range cluster.APIs {
+		served := Serves(cs, api.GroupVersion, api.Resources)
+		env.APIs = append(env.APIs, testplan.APICheck{GroupVersion: api.GroupVersion, Resources: api.Resources, Served: served, Required: api.Required})
 		if !served {
-			problem(api.required, "%s (%s) is not served: %s", api.gv, strings.Join(api.resources, ", "), api.fix)
+			problem(api.Required, "%s (%s) is not served: %s", api.GroupVersion, strings.Join(api.Resources, ", "), api.Without)
 		}
 	}
 
@@ -109,14 +81,16 @@ func CheckPrerequisites(ctx context.Context, cfg *rest.Config, opts PrereqOption
 		// Not essential: a vendor may not expose /metrics to the suite's user.
 		problem(false, "feature gates not observable: reading kube-apiserver /metrics: %v (grant get on the non-resource URL /metrics to see them)", err)
 	} else {
+		// The KEPs' own gates are recorded only when the server knows them
+		// (1.37 does not).
 		env.APIServerGates = map[string]bool{}
-		for _, g := range watchedGates {
-			on, known := gates[string(g.gate)]
+		for _, g := range cluster.Gates {
+			on, known := gates[g.Name]
 			if known {
-				env.APIServerGates[string(g.gate)] = on
+				env.APIServerGates[g.Name] = on
 			}
-			if !on && g.without != "" && (known || g.essential) {
-				problem(g.essential, "kube-apiserver reports %s=%t: %s", g.gate, on, g.without)
+			if !on && g.Without != "" && (known || g.Essential) {
+				problem(g.Essential, "kube-apiserver reports %s=%t: %s", g.Name, on, g.Without)
 			}
 		}
 	}
@@ -354,8 +328,11 @@ func recordLocalEnvironment(ctx context.Context, c *localcluster.Cluster) {
 	}
 	env := CheckPrerequisites(ctx, cfg, PrereqOptions{})
 	env.Cluster = "local"
-	env.Implementation = "reference (was-controller-manager)"
 	conf := c.Config()
+	env.Implementation = "none (the local cluster runs no add-on)"
+	if len(conf.Addons) > 0 {
+		env.Implementation = fmt.Sprintf("add-on %s of the local cluster (%s)", conf.Addons[0].Name, TestContext.Addon)
+	}
 	env.ComponentGates = map[string]map[string]bool{}
 	for _, name := range c.RunningComponents() {
 		if g := conf.EffectiveFeatureGates(name); len(g) > 0 {

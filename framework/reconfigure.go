@@ -3,9 +3,6 @@ package framework
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
 	"sync"
 
 	"github.com/onsi/ginkgo/v2"
@@ -14,40 +11,18 @@ import (
 	"github.com/workload-aware/apps-harness/pkg/localcluster"
 )
 
-// ComponentChange is one component's new settings for Reconfigure. Gates and
-// RuntimeConfig are merged over what the component runs with now (a false
-// value turns a gate off); Binary, when set, replaces the binary (version skew).
+// ComponentChange is one component's new settings for Reconfigure: the
+// fields of localcluster.ComponentConfig, merged over what the component
+// runs with now (ComponentConfig.Merge: a false gate turns a gate off,
+// Binary replaces the binary for version skew, ExtraArgs are flags such as
+// the reference controller-manager's crash-after).
 type ComponentChange struct {
-	Component     localcluster.Component
-	Gates         map[string]bool
-	RuntimeConfig map[string]string
-	Binary        string
-	// OmitGates are left out of the component's --feature-gates (a binary of
-	// an older version refuses gates it does not know).
-	OmitGates []string
-	// Args are flags (without "--") merged over the component's extra flags,
-	// e.g. the reference controller-manager's crash-after.
-	Args map[string]string
+	Component localcluster.Component
+	localcluster.ComponentConfig
 }
 
 func (c ComponentChange) String() string {
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(c.Gates)) {
-		parts = append(parts, fmt.Sprintf("%s=%t", k, c.Gates[k]))
-	}
-	for _, k := range slices.Sorted(maps.Keys(c.RuntimeConfig)) {
-		parts = append(parts, fmt.Sprintf("runtime-config %s=%s", k, c.RuntimeConfig[k]))
-	}
-	if c.Binary != "" {
-		parts = append(parts, "binary "+c.Binary)
-	}
-	if len(c.OmitGates) > 0 {
-		parts = append(parts, "without gates "+strings.Join(c.OmitGates, ","))
-	}
-	for _, k := range slices.Sorted(maps.Keys(c.Args)) {
-		parts = append(parts, fmt.Sprintf("--%s=%s", k, c.Args[k]))
-	}
-	return fmt.Sprintf("%s with %s", c.Component, strings.Join(parts, ", "))
+	return fmt.Sprintf("%s with %s", c.Component, c.ComponentConfig)
 }
 
 // ReconfigureInput is the input of Reconfigure.
@@ -76,7 +51,7 @@ func Reconfigure(ctx context.Context, in ReconfigureInput) (restore func(context
 		ginkgo.By("restarting " + change.String())
 		err := in.Cluster.Restart(ctx, change.Component, func(cc *localcluster.ComponentConfig) {
 			previous = cc.DeepCopy()
-			applyChange(cc, change)
+			*cc = cc.Merge(change.ComponentConfig)
 		})
 		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "restarting %s", change)
 		component := change.Component
@@ -101,36 +76,13 @@ func Reconfigure(ctx context.Context, in ReconfigureInput) (restore func(context
 	return restore
 }
 
-func applyChange(cc *localcluster.ComponentConfig, change ComponentChange) {
-	if len(change.Gates) > 0 {
-		if cc.FeatureGates == nil {
-			cc.FeatureGates = map[string]bool{}
-		}
-		maps.Copy(cc.FeatureGates, change.Gates)
-	}
-	if len(change.RuntimeConfig) > 0 {
-		if cc.RuntimeConfig == nil {
-			cc.RuntimeConfig = map[string]string{}
-		}
-		maps.Copy(cc.RuntimeConfig, change.RuntimeConfig)
-	}
-	if change.Binary != "" {
-		cc.Binary = change.Binary
-	}
-	cc.OmitFeatureGates = append(cc.OmitFeatureGates, change.OmitGates...)
-	if len(change.Args) > 0 {
-		if cc.ExtraArgs == nil {
-			cc.ExtraArgs = map[string]string{}
-		}
-		maps.Copy(cc.ExtraArgs, change.Args)
-	}
-}
-
 // GateOn returns ComponentChanges that set gate to on for each component.
 func GateOn(gate FeatureGate, on bool, components ...localcluster.Component) []ComponentChange {
 	changes := make([]ComponentChange, 0, len(components))
 	for _, c := range components {
-		changes = append(changes, ComponentChange{Component: c, Gates: map[string]bool{string(gate): on}})
+		changes = append(changes, ComponentChange{Component: c, ComponentConfig: localcluster.ComponentConfig{
+			FeatureGates: map[string]bool{string(gate): on},
+		}})
 	}
 	return changes
 }

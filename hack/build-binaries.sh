@@ -16,12 +16,12 @@
 # version (skew tests) from disturbing the first.
 set -euo pipefail
 
-KUBE_VERSION=${KUBE_VERSION:-v1.37.2}
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+KUBE_VERSION=${KUBE_VERSION:-$("$ROOT/hack/versions.sh" kube)}
 ETCD_VERSION=${ETCD_VERSION:-v3.7.0}
 KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
-# Versions this script has been run against on this project's machines.
-KNOWN_KUBE_VERSIONS="v1.37.2 v1.36.3"
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# The versions the project runs (hack/versions.sh), known to build.
+KNOWN_KUBE_VERSIONS="$("$ROOT/hack/versions.sh" kube) $("$ROOT/hack/versions.sh" skew)"
 OUTPUT_DIR=${OUTPUT_DIR:-$ROOT/_output}
 export GOFLAGS="${GOFLAGS:-} -buildvcs=false"
 export GOTOOLCHAIN=${GOTOOLCHAIN:-local}

@@ -62,7 +62,7 @@ make --no-print-directory tools >/dev/null
 KUBECTL=$(command -v kubectl || true)
 if [[ -z $KUBECTL ]]; then
   hack/build-binaries.sh
-  KUBECTL=$OUTPUT_DIR/bin/kube/${KUBE_VERSION:-v1.37.2}/kubectl
+  KUBECTL=$OUTPUT_DIR/bin/kube/${KUBE_VERSION:-$(hack/versions.sh kube)}/kubectl
 fi
 
 log "step 1/5: kind cluster $KIND_CLUSTER_NAME from $KIND_CONFIG"

@@ -10,8 +10,10 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 ARTIFACTS=${ARTIFACTS:-$ROOT/_artifacts}
 OUTPUT_DIR=${OUTPUT_DIR:-$ROOT/_output}
-KUBE_VERSION=${KUBE_VERSION:-v1.37.2}
-SKEW_KUBE_VERSION=${SKEW_KUBE_VERSION:-v1.36.3}
+KUBE_VERSION=${KUBE_VERSION:-$(hack/versions.sh kube)}
+SKEW_KUBE_VERSION=${SKEW_KUBE_VERSION:-$(hack/versions.sh skew)}
+# The implementation the local cluster runs as an add-on (empty: none).
+WAS_ADDON=${WAS_ADDON-$ROOT/controllers/config/localcluster-addon.yaml}
 E2E_KUBECONFIG=${E2E_KUBECONFIG:-}
 LABEL_FILTER=${LABEL_FILTER:-}
 # Vendor mode (E2E_KUBECONFIG): Disruptive specs restart or reconfigure
@@ -67,6 +69,7 @@ args=(
   --output-dir="$OUTPUT_DIR"
   --kube-version="$KUBE_VERSION"
   --skew-kube-version="$SKEW_KUBE_VERSION"
+  --addon="$WAS_ADDON"
 )
 [[ -n $E2E_KUBECONFIG ]] && args+=(--kubeconfig="$E2E_KUBECONFIG")
 [[ -n $LABEL_FILTER ]] && args+=(--ginkgo.label-filter="$LABEL_FILTER")

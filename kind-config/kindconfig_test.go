@@ -1,8 +1,9 @@
 // Package kindconfig checks the kind cluster configurations in this
 // directory with kind's own v1alpha4 types (strictly, as kind decodes them)
 // and the kubeadm v1beta4 types their patches target, against the gates,
-// API versions and controllers the local cluster uses (pkg/localcluster), so
-// a kind cluster and `make e2e` test the same configuration.
+// API versions and replaced controllers of api/cluster's table, which the
+// local cluster reads too, so a kind cluster and `make e2e` test the same
+// configuration.
 package kindconfig
 
 import (
@@ -20,6 +21,7 @@ import (
 	kindv1alpha4 "sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 	"sigs.k8s.io/yaml"
 
+	"github.com/workload-aware/apps-harness/api/cluster"
 	"github.com/workload-aware/apps-harness/pkg/kwoknodes"
 	"github.com/workload-aware/apps-harness/pkg/localcluster"
 )
@@ -123,18 +125,15 @@ func TestGatesAndRuntimeConfigOnTheControlPlaneOnly(t *testing.T) {
 			"kube-scheduler":          args(cc.Scheduler.ExtraArgs),
 		}
 		for name, a := range components {
-			if got, want := parseGates(t, a["feature-gates"]), localcluster.DefaultFeatureGates(); !maps.Equal(got, want) {
-				t.Errorf("%s: %s feature-gates %v, want localcluster.DefaultFeatureGates %v", file, name, got, want)
+			if got, want := parseGates(t, a["feature-gates"]), cluster.KubeFeatureGates(); !maps.Equal(got, want) {
+				t.Errorf("%s: %s feature-gates %v, want api/cluster's Kubernetes gates %v", file, name, got, want)
 			}
 		}
-		wantRC := localcluster.FormatRuntimeConfig(localcluster.DefaultRuntimeConfig())
+		wantRC := localcluster.FormatRuntimeConfig(cluster.RuntimeConfig())
 		if got := components["kube-apiserver"]["runtime-config"]; got != wantRC {
 			t.Errorf("%s: kube-apiserver runtime-config %q, want %q", file, got, wantRC)
 		}
-		wantControllers := "*"
-		for _, n := range localcluster.ReplacedControllers {
-			wantControllers += ",-" + n
-		}
+		wantControllers := cluster.KubeControllers()
 		if got := components["kube-controller-manager"]["controllers"]; got != wantControllers {
 			t.Errorf("%s: kube-controller-manager controllers %q, want %q (the reference implementation replaces those)", file, got, wantControllers)
 		}
@@ -152,9 +151,12 @@ func TestNodes(t *testing.T) {
 		zones, racks := map[string]bool{}, map[string]bool{}
 		for i, n := range c.Nodes {
 			// kind's default node image is the one kind v0.33.0 publishes for
-			// v1.37; another is chosen with KIND_NODE_IMAGE.
+			// api/cluster's minor; another is chosen with KIND_NODE_IMAGE.
 			if n.Image != kinddefaults.Image {
-				t.Errorf("%s: node %d image %q, want kind v0.33.0's v1.37 image %q", file, i, n.Image, kinddefaults.Image)
+				t.Errorf("%s: node %d image %q, want kind v0.33.0's default image %q", file, i, n.Image, kinddefaults.Image)
+			}
+			if minor := kubeMinor(cluster.KubeVersion); !strings.Contains(n.Image, ":"+minor+".") || !strings.Contains(file, minor) {
+				t.Errorf("%s: node %d image %q is not of Kubernetes %s (api/cluster.KubeVersion %s)", file, i, n.Image, minor, cluster.KubeVersion)
 			}
 			for k := range n.Labels {
 				if strings.Contains(strings.SplitN(k, "/", 2)[0], "kubernetes.io") && !kubeletapis.IsKubeletLabel(k) {
@@ -185,4 +187,10 @@ func TestNodes(t *testing.T) {
 			t.Errorf("%s: zones %v racks %v; the topology specs need at least 2 zones and 4 racks", file, slices.Sorted(maps.Keys(zones)), slices.Sorted(maps.Keys(racks)))
 		}
 	}
+}
+
+// kubeMinor is "v1.37" of "v1.37.2".
+func kubeMinor(version string) string {
+	parts := strings.SplitN(version, ".", 3)
+	return strings.Join(parts[:min(2, len(parts))], ".")
 }

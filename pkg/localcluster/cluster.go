@@ -47,7 +47,15 @@ func New(cfg Config) (*Cluster, error) {
 	}
 	// Absolute paths: the state file must name the very binaries /proc shows,
 	// and components must not depend on the caller's working directory.
-	for _, p := range []*string{&cfg.WorkDir, &cfg.KubeBinDir, &cfg.ToolsBinDir, &cfg.Reference.Binary} {
+	paths := []*string{&cfg.WorkDir, &cfg.KubeBinDir, &cfg.ToolsBinDir}
+	cfg.Addons = slices.Clone(cfg.Addons)
+	for i := range cfg.Addons {
+		cfg.Addons[i].Components = slices.Clone(cfg.Addons[i].Components)
+		for j := range cfg.Addons[i].Components {
+			paths = append(paths, &cfg.Addons[i].Components[j].Binary)
+		}
+	}
+	for _, p := range paths {
 		if *p == "" {
 			continue
 		}
@@ -97,14 +105,15 @@ rules:
 - level: None
 `
 
-// MetricsURL returns the plain-HTTP /metrics address of a reference
-// implementation component (the Kubernetes components serve metrics over
+// MetricsURL returns the plain-HTTP metrics address of an add-on component
+// that declares one (the Kubernetes components serve metrics over
 // authenticated HTTPS only).
 func (c *Cluster) MetricsURL(name Component) (string, error) {
-	if !name.IsReference() {
-		return "", fmt.Errorf("MetricsURL: %s serves no plain-HTTP metrics; only %s and %s do", name, WASWebhook, WASControllerManager)
+	_, ac := c.cfg.addonComponent(name)
+	if ac == nil || ac.MetricsPath == "" {
+		return "", fmt.Errorf("MetricsURL: %s serves no plain-HTTP metrics (only add-on components with a metricsPath do)", name)
 	}
-	return fmt.Sprintf("http://127.0.0.1:%d/metrics", c.ports.of(name)), nil
+	return fmt.Sprintf("http://%s:%d%s", loopback, c.ports.of(name), ac.MetricsPath), nil
 }
 
 // LogDir holds every component's log.
@@ -134,8 +143,8 @@ func (c *Cluster) binary(name Component) string {
 	if name == Etcd || name == Kwok {
 		return filepath.Join(c.cfg.ToolsBinDir, string(name))
 	}
-	if name.IsReference() {
-		return c.cfg.Reference.Binary
+	if _, ac := c.cfg.addonComponent(name); ac != nil {
+		return ac.Binary
 	}
 	return filepath.Join(c.cfg.KubeBinDir, string(name))
 }
@@ -155,7 +164,7 @@ func (c *Cluster) Start(ctx context.Context) (err error) {
 	if err := c.prepareWorkDir(); err != nil {
 		return err
 	}
-	if c.ports, err = allocatePorts(); err != nil {
+	if c.ports, err = allocatePorts(&c.cfg); err != nil {
 		return err
 	}
 	c.advertiseAddress = advertiseAddress()
@@ -175,21 +184,19 @@ func (c *Cluster) Start(ctx context.Context) (err error) {
 		if err := c.saveStateLocked(); err != nil {
 			return err
 		}
-		switch name {
-		case APIServer:
+		switch {
+		case name == APIServer:
 			// Registered as soon as the API is up, so the node lifecycle
 			// controller's first pass can clear the not-ready taints while the
 			// remaining components start.
 			if err := c.createNodes(ctx); err != nil {
 				return err
 			}
-			if c.cfg.Reference.Enabled {
-				if err := c.installReferenceRBAC(ctx); err != nil {
-					return err
-				}
+			if err := c.installManifests(ctx, ""); err != nil {
+				return err
 			}
-		case WASWebhook:
-			if err := c.registerWebhook(ctx); err != nil {
+		case !slices.Contains(CoreComponents, name):
+			if err := c.installManifests(ctx, name); err != nil {
 				return err
 			}
 		}
@@ -230,7 +237,11 @@ func (c *Cluster) prepareWorkDir() error {
 func (c *Cluster) startLocked(ctx context.Context, name Component) error {
 	t0 := time.Now()
 	c.cfg.Logf("starting %s", name)
-	p, err := startProcess(name, c.binary(name), c.componentArgs(name), c.paths.log(name), c.cfg.Detach)
+	args, err := c.componentArgs(name)
+	if err != nil {
+		return err
+	}
+	p, err := startProcess(name, c.binary(name), args, c.paths.log(name), c.cfg.Detach)
 	if err != nil {
 		return err
 	}
@@ -297,8 +308,6 @@ func (c *Cluster) probe(name Component) (func(context.Context) error, error) {
 		return get(http.DefaultClient, fmt.Sprintf("http://127.0.0.1:%d/healthz", port)), nil
 	case ControllerManager, Scheduler:
 		return get(insecure, fmt.Sprintf("https://127.0.0.1:%d/healthz", port)), nil
-	case WASWebhook, WASControllerManager:
-		return get(http.DefaultClient, fmt.Sprintf("http://127.0.0.1:%d/healthz", port)), nil
 	case APIServer:
 		cfg, err := c.RESTConfig()
 		if err != nil {
@@ -313,6 +322,9 @@ func (c *Cluster) probe(name Component) (func(context.Context) error, error) {
 			_, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 			return err
 		}, nil
+	}
+	if _, ac := c.cfg.addonComponent(name); ac != nil {
+		return get(http.DefaultClient, fmt.Sprintf("http://%s:%d%s", loopback, port, ac.HealthPath)), nil
 	}
 	return nil, fmt.Errorf("no readiness probe for %q", name)
 }
@@ -460,12 +472,13 @@ func (c *Cluster) Stop() error {
 
 func (c *Cluster) stopLocked() error {
 	var errs []error
-	for i := len(Components) - 1; i >= 0; i-- {
-		if p := c.procs[Components[i]]; p != nil {
+	all := c.components()
+	for i := len(all) - 1; i >= 0; i-- {
+		if p := c.procs[all[i]]; p != nil {
 			if err := p.stop(10 * time.Second); err != nil {
 				errs = append(errs, err)
 			}
-			delete(c.procs, Components[i])
+			delete(c.procs, all[i])
 		}
 	}
 	if c.wroteState && len(errs) == 0 {
@@ -506,7 +519,7 @@ type state struct {
 	// detached cluster one component at a time.
 	Config           *Config           `json:"config,omitempty"`
 	Ports            map[Component]int `json:"ports,omitempty"`
-	WebhookPort      int               `json:"webhookPort,omitempty"`
+	ServingPorts     map[Component]int `json:"servingPorts,omitempty"`
 	EtcdPeerPort     int               `json:"etcdPeerPort,omitempty"`
 	AdvertiseAddress string            `json:"advertiseAddress,omitempty"`
 }
@@ -526,8 +539,8 @@ func (s *state) pids() []int {
 func (c *Cluster) saveStateLocked() error {
 	cfg := c.cfg
 	st := state{Name: c.cfg.Name, Kubeconfig: c.KubeconfigPath(), Config: &cfg, Ports: map[Component]int{},
-		WebhookPort: c.ports.wasWebhookServing, EtcdPeerPort: c.ports.etcdPeer, AdvertiseAddress: c.advertiseAddress}
-	for _, name := range Components {
+		ServingPorts: c.ports.addonServing, EtcdPeerPort: c.ports.etcdPeer, AdvertiseAddress: c.advertiseAddress}
+	for _, name := range c.components() {
 		st.Ports[name] = c.ports.of(name)
 	}
 	for _, name := range c.components() {
@@ -580,8 +593,13 @@ func Attach(workDir string, logf func(string, ...any)) (*Cluster, error) {
 	}
 	c := &Cluster{cfg: cfg, paths: newPaths(cfg.WorkDir), procs: map[Component]*process{}, advertiseAddress: st.AdvertiseAddress}
 	c.ports = ports{etcdClient: st.Ports[Etcd], etcdPeer: st.EtcdPeerPort, apiserver: st.Ports[APIServer], controllerManager: st.Ports[ControllerManager],
-		scheduler: st.Ports[Scheduler], kwok: st.Ports[Kwok], wasWebhook: st.Ports[WASWebhook],
-		wasWebhookServing: st.WebhookPort, wasControllerManager: st.Ports[WASControllerManager]}
+		scheduler: st.Ports[Scheduler], kwok: st.Ports[Kwok], addon: map[Component]int{}, addonServing: map[Component]int{}}
+	for _, name := range cfg.AllComponents()[len(CoreComponents):] {
+		c.ports.addon[name] = st.Ports[name]
+		if p, ok := st.ServingPorts[name]; ok {
+			c.ports.addonServing[name] = p
+		}
+	}
 	for _, sc := range st.Components {
 		if pidRuns(sc.PID, sc.Binary) {
 			c.procs[sc.Name] = &process{name: sc.Name, pid: sc.PID, log: sc.Log}
@@ -645,16 +663,7 @@ func Status(workDir string) (string, error) {
 }
 
 // components returns the components this cluster runs, in start order.
-func (c *Cluster) components() []Component {
-	var out []Component
-	for _, name := range Components {
-		if name.IsReference() && !c.cfg.Reference.Enabled {
-			continue
-		}
-		out = append(out, name)
-	}
-	return out
-}
+func (c *Cluster) components() []Component { return c.cfg.AllComponents() }
 
 // RunningComponents lists the components this cluster runs, in start order.
 func (c *Cluster) RunningComponents() []Component { return c.components() }

@@ -39,10 +39,16 @@ func binariesOrSkip(t *testing.T) Config {
 			t.Skipf("needs the control-plane binaries (run `make binaries`): %v", err)
 		}
 	}
-	// The reference implementation runs when `make tools` has built it.
-	if _, err := os.Stat(cfg.Reference.Binary); err != nil {
+	// The reference implementation runs, as an add-on, when `make tools`
+	// has built it.
+	ref, err := LoadImplementation(filepath.Join("..", "..", "controllers", "config", "localcluster-addon.yaml"), filepath.Join(out, "bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(ref.Components[0].Binary); err != nil {
 		t.Logf("running without the reference implementation: %v", err)
-		cfg.Reference.Enabled = false
+	} else {
+		cfg.Addons = []Addon{ref}
 	}
 	cfg.Nodes = kwoknodes.Topology{Zones: 1, RacksPerZone: 1, NodesPerRack: 2, Capacity: kwoknodes.DefaultTopology().Capacity}
 	cfg.Logf = t.Logf

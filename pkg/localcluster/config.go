@@ -7,6 +7,21 @@
 // order, waits for each component to be ready, keeps every component's log,
 // can restart a single component with different flags while the rest keeps
 // running, and stops everything it started by PID.
+//
+// # Add-ons
+//
+// What runs beside the control plane is an Addon: processes (with their
+// flags, identity, health endpoint and, for a webhook, a serving
+// certificate) and manifests applied once the apiserver or one of the
+// add-on's processes is ready. An Addon is plain data, read from a
+// descriptor file (LoadAddon), so the cluster and the harness that starts it
+// link no code of what they run: an implementation of the KEPs, the
+// reference one included (controllers/config/localcluster-addon.yaml), is
+// plugged in by naming its descriptor, and its names, flags and manifests
+// stay on its side. The package knows the KEPs only through api/cluster:
+// the gates and API versions every component gets, and the gates and
+// replaced kube-controller-manager controllers of an implementation
+// (LoadImplementation).
 package localcluster
 
 import (
@@ -14,90 +29,109 @@ import (
 	"maps"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/workload-aware/apps-harness/api/cluster"
 	"github.com/workload-aware/apps-harness/pkg/kwoknodes"
 )
 
-// Component names a process of the local cluster.
+// Component names a process of the local cluster: one of CoreComponents or
+// an add-on's.
 type Component string
 
+// The control plane's components.
 const (
 	Etcd              Component = "etcd"
 	APIServer         Component = "kube-apiserver"
 	ControllerManager Component = "kube-controller-manager"
 	Scheduler         Component = "kube-scheduler"
 	Kwok              Component = "kwok"
-	// WASWebhook is the reference implementation's admission side: its
-	// validating webhook, registered with the apiserver (the part of the KEPs
-	// that would live in kube-apiserver).
-	WASWebhook Component = "was-webhook"
-	// WASControllerManager is the reference implementation's controller side:
-	// the upstream apps controllers with the KEPs' hooks, in place of
-	// kube-controller-manager's own.
-	WASControllerManager Component = "was-controller-manager"
 )
 
-// Components lists every component in start order; Stop goes in reverse. A
-// cluster without the reference implementation runs the first five.
-var Components = []Component{Etcd, APIServer, ControllerManager, Scheduler, Kwok, WASWebhook, WASControllerManager}
-
-// IsReference reports whether c is part of the reference implementation.
-func (c Component) IsReference() bool { return c == WASWebhook || c == WASControllerManager }
-
-// TakesKubeFeatureGates reports whether c accepts Kubernetes --feature-gates.
-func (c Component) TakesKubeFeatureGates() bool {
-	return c == APIServer || c == ControllerManager || c == Scheduler || c.IsReference()
-}
-
-// ReferenceConfig selects the reference implementation of KEP-6276/6277.
-type ReferenceConfig struct {
-	// Enabled runs was-webhook and was-controller-manager, and turns off the
-	// kube-controller-manager controllers they replace.
-	Enabled bool
-	// Binary is the was-controller-manager binary.
-	Binary string
-	// FeatureGates are the gates only the reference implementation knows,
-	// applied to both of its components on top of Config.FeatureGates.
-	FeatureGates map[string]bool
-}
-
-// ReplacedControllers are the kube-controller-manager controllers the
-// reference implementation runs instead.
-var ReplacedControllers = []string{"deployment-controller", "replicaset-controller", "statefulset-controller"}
-
-// DefaultReferenceFeatureGates turns on the KEPs' gates in the reference implementation.
-func DefaultReferenceFeatureGates() map[string]bool {
-	return map[string]bool{"WorkloadWithDeployment": true, "WorkloadWithStatefulSet": true}
-}
+// CoreComponents lists the control plane in start order; add-ons' components
+// start after it, and Stop goes in reverse.
+var CoreComponents = []Component{Etcd, APIServer, ControllerManager, Scheduler, Kwok}
 
 // ComponentConfig holds the per-component inputs. The zero value runs the
 // component with the cluster's defaults.
 type ComponentConfig struct {
 	// FeatureGates are applied on top of Config.FeatureGates for this component
 	// only (a false value turns a cluster-wide gate off here).
-	FeatureGates map[string]bool
+	FeatureGates map[string]bool `json:"featureGates,omitempty"`
 	// OmitFeatureGates are left out of this component's --feature-gates
 	// altogether: a binary of another Kubernetes version refuses gates it does
 	// not know, whatever their value.
-	OmitFeatureGates []string
+	OmitFeatureGates []string `json:"omitFeatureGates,omitempty"`
 	// ExtraArgs are flags without the leading "--"; a key that the harness also
 	// sets replaces the harness's value. Use FeatureGates and
 	// Config.RuntimeConfig rather than "feature-gates" or "runtime-config".
-	ExtraArgs map[string]string
+	ExtraArgs map[string]string `json:"extraArgs,omitempty"`
 	// RuntimeConfig is merged on top of Config.RuntimeConfig for the
 	// kube-apiserver only (for example "scheduling.k8s.io/v1beta1": "false" to
 	// stop serving an API group version on a live cluster).
-	RuntimeConfig map[string]string
+	RuntimeConfig map[string]string `json:"runtimeConfig,omitempty"`
 	// Binary replaces the default binary path (for example another Kubernetes
 	// version for skew tests).
-	Binary string
+	Binary string `json:"binary,omitempty"`
 }
 
 // DeepCopy returns an independent copy.
 func (cc ComponentConfig) DeepCopy() ComponentConfig {
 	return ComponentConfig{FeatureGates: maps.Clone(cc.FeatureGates), ExtraArgs: maps.Clone(cc.ExtraArgs),
 		RuntimeConfig: maps.Clone(cc.RuntimeConfig), Binary: cc.Binary, OmitFeatureGates: slices.Clone(cc.OmitFeatureGates)}
+}
+
+// Merge returns cc with change applied over it: gates, runtime-config and
+// extra flags merged key by key (change wins), omitted gates added, and the
+// binary replaced when change names one. cc is not modified.
+func (cc ComponentConfig) Merge(change ComponentConfig) ComponentConfig {
+	out := cc.DeepCopy()
+	merge := func(dst *map[string]string, src map[string]string) {
+		if len(src) > 0 {
+			if *dst == nil {
+				*dst = map[string]string{}
+			}
+			maps.Copy(*dst, src)
+		}
+	}
+	if len(change.FeatureGates) > 0 {
+		if out.FeatureGates == nil {
+			out.FeatureGates = map[string]bool{}
+		}
+		maps.Copy(out.FeatureGates, change.FeatureGates)
+	}
+	merge(&out.RuntimeConfig, change.RuntimeConfig)
+	merge(&out.ExtraArgs, change.ExtraArgs)
+	out.OmitFeatureGates = append(out.OmitFeatureGates, change.OmitFeatureGates...)
+	if change.Binary != "" {
+		out.Binary = change.Binary
+	}
+	return out
+}
+
+// String lists the settings, for logs and spec steps.
+func (cc ComponentConfig) String() string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(cc.FeatureGates)) {
+		parts = append(parts, fmt.Sprintf("%s=%t", k, cc.FeatureGates[k]))
+	}
+	for _, k := range slices.Sorted(maps.Keys(cc.RuntimeConfig)) {
+		parts = append(parts, fmt.Sprintf("runtime-config %s=%s", k, cc.RuntimeConfig[k]))
+	}
+	if cc.Binary != "" {
+		parts = append(parts, "binary "+cc.Binary)
+	}
+	if len(cc.OmitFeatureGates) > 0 {
+		parts = append(parts, "without gates "+strings.Join(cc.OmitFeatureGates, ","))
+	}
+	for _, k := range slices.Sorted(maps.Keys(cc.ExtraArgs)) {
+		parts = append(parts, fmt.Sprintf("--%s=%s", k, cc.ExtraArgs[k]))
+	}
+	if len(parts) == 0 {
+		return "the cluster's defaults"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Config is the whole input of a local cluster.
@@ -114,10 +148,10 @@ type Config struct {
 	FeatureGates map[string]bool
 	// RuntimeConfig is kube-apiserver's --runtime-config.
 	RuntimeConfig map[string]string
-	// Components holds per-component overrides.
+	// Components holds per-component overrides, add-on components included.
 	Components map[Component]ComponentConfig
-	// Reference is the reference implementation of the KEPs.
-	Reference ReferenceConfig
+	// Addons run beside the control plane, in order (see Addon).
+	Addons []Addon
 	// Nodes is the simulated node topology kwok manages.
 	Nodes kwoknodes.Topology
 	// ReadyTimeout bounds the wait for each component and for the nodes.
@@ -130,49 +164,20 @@ type Config struct {
 	Logf func(format string, args ...any) `json:"-"`
 }
 
-// DefaultFeatureGates are the Kubernetes 1.37 gates Workload-Aware Scheduling
-// needs: the Workload/PodGroup APIs and gang scheduling, PodGroup-level DRA
-// claims, topology-aware placement, and CompositePodGroup (alpha), which
-// StatefulSets composed by a parent controller attach to.
-func DefaultFeatureGates() map[string]bool {
-	return map[string]bool{
-		"GenericWorkload":                 true,
-		"DRAWorkloadResourceClaims":       true,
-		"TopologyAwareWorkloadScheduling": true,
-		"CompositePodGroup":               true,
-	}
-}
-
-// DefaultRuntimeConfig serves scheduling.k8s.io/v1beta1 (disabled by default in
-// 1.37), scheduling.k8s.io/v1alpha3 (CompositePodGroup lives only there in
-// 1.37) and resource.k8s.io/v1.
-func DefaultRuntimeConfig() map[string]string {
-	return map[string]string{
-		"scheduling.k8s.io/v1beta1":  "true",
-		"scheduling.k8s.io/v1alpha3": "true",
-		"resource.k8s.io/v1":         "true",
-	}
-}
-
-// DefaultConfig returns a configuration with the WAS defaults, binaries under
-// outputDir/bin as hack/build-binaries.sh lays them out, and the default
-// node topology.
+// DefaultConfig returns a configuration with the gates and API versions of
+// api/cluster, binaries under outputDir/bin as hack/build-binaries.sh lays
+// them out, the default node topology, and no add-on.
 func DefaultConfig(outputDir, kubeVersion, workDir string) Config {
 	return Config{
 		Name:          "was-local",
 		WorkDir:       workDir,
 		KubeBinDir:    filepath.Join(outputDir, "bin", "kube", kubeVersion),
 		ToolsBinDir:   filepath.Join(outputDir, "bin", "tools"),
-		FeatureGates:  DefaultFeatureGates(),
-		RuntimeConfig: DefaultRuntimeConfig(),
+		FeatureGates:  cluster.KubeFeatureGates(),
+		RuntimeConfig: cluster.RuntimeConfig(),
 		Components:    map[Component]ComponentConfig{},
 		Nodes:         kwoknodes.DefaultTopology(),
-		Reference: ReferenceConfig{
-			Enabled:      true,
-			Binary:       filepath.Join(outputDir, "bin", "was-controller-manager"),
-			FeatureGates: DefaultReferenceFeatureGates(),
-		},
-		ReadyTimeout: 60 * time.Second,
+		ReadyTimeout:  60 * time.Second,
 	}
 }
 
@@ -184,9 +189,12 @@ func (c *Config) Validate() error {
 	if c.KubeBinDir == "" || c.ToolsBinDir == "" {
 		return fmt.Errorf("Config.KubeBinDir and Config.ToolsBinDir must be set (run hack/build-binaries.sh)")
 	}
+	if err := c.validateAddons(); err != nil {
+		return err
+	}
 	for name, cc := range c.Components {
-		if !known(name) {
-			return fmt.Errorf("Config.Components[%q]: unknown component; known: %v", name, Components)
+		if !slices.Contains(c.AllComponents(), name) {
+			return fmt.Errorf("Config.Components[%q]: unknown component; known: %v", name, c.AllComponents())
 		}
 		for _, reserved := range []string{"feature-gates", "runtime-config"} {
 			if _, ok := cc.ExtraArgs[reserved]; ok {
@@ -196,7 +204,7 @@ func (c *Config) Validate() error {
 		if len(cc.RuntimeConfig) > 0 && name != APIServer {
 			return fmt.Errorf("Config.Components[%q].RuntimeConfig: only %s takes --runtime-config", name, APIServer)
 		}
-		if len(cc.FeatureGates) > 0 && !name.TakesKubeFeatureGates() {
+		if len(cc.FeatureGates) > 0 && !c.TakesFeatureGates(name) {
 			return fmt.Errorf("Config.Components[%q].FeatureGates: %s takes no Kubernetes feature gates", name, name)
 		}
 	}
@@ -209,11 +217,36 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-func known(name Component) bool {
-	for _, c := range Components {
-		if c == name {
-			return true
+// AllComponents lists the control plane's and the add-ons' components, in
+// start order.
+func (c *Config) AllComponents() []Component {
+	out := slices.Clone(CoreComponents)
+	for _, a := range c.Addons {
+		for _, ac := range a.Components {
+			out = append(out, ac.Name)
 		}
 	}
-	return false
+	return out
+}
+
+// TakesFeatureGates reports whether a component accepts Kubernetes-style
+// --feature-gates.
+func (c *Config) TakesFeatureGates(name Component) bool {
+	if name == APIServer || name == ControllerManager || name == Scheduler {
+		return true
+	}
+	_, ac := c.addonComponent(name)
+	return ac != nil && ac.TakesFeatureGates
+}
+
+// addonComponent finds an add-on's component; nil when name is none.
+func (c *Config) addonComponent(name Component) (*Addon, *AddonComponent) {
+	for i := range c.Addons {
+		for j := range c.Addons[i].Components {
+			if c.Addons[i].Components[j].Name == name {
+				return &c.Addons[i], &c.Addons[i].Components[j]
+			}
+		}
+	}
+	return nil, nil
 }

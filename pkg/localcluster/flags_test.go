@@ -2,6 +2,7 @@ package localcluster
 
 import (
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -46,11 +47,15 @@ func TestEffectiveFeatureGatesMergeComponentOverClusterWide(t *testing.T) {
 	if _, ok := cfg.FeatureGates["PodGroupPreemptionPolicy"]; ok {
 		t.Error("EffectiveFeatureGates modified the cluster-wide map")
 	}
-	if r := cfg.EffectiveFeatureGates(WASControllerManager); !r["WorkloadWithDeployment"] || !r["WorkloadWithStatefulSet"] || !r["GenericWorkload"] {
-		t.Errorf("reference gates = %v: want the KEPs' gates on top of the cluster's", r)
+	cfg.Addons = []Addon{testAddon()}
+	if r := cfg.EffectiveFeatureGates("addon-ctl"); !r["AddonGate"] || !r["GenericWorkload"] {
+		t.Errorf("add-on gates = %v: want its own gate on top of the cluster's", r)
 	}
-	if a := cfg.EffectiveFeatureGates(APIServer); a["WorkloadWithDeployment"] {
-		t.Error("the reference implementation's gates leaked to kube-apiserver, which would refuse them")
+	if a := cfg.EffectiveFeatureGates(APIServer); a["AddonGate"] {
+		t.Error("an add-on's gates leaked to kube-apiserver, which would refuse them")
+	}
+	if g := cfg.EffectiveFeatureGates("addon-hook"); g != nil {
+		t.Errorf("an add-on component that takes no gates got %v", g)
 	}
 	if g := cfg.EffectiveFeatureGates(Etcd); g != nil {
 		t.Errorf("etcd takes no Kubernetes gates, got %v", g)
@@ -60,7 +65,7 @@ func TestEffectiveFeatureGatesMergeComponentOverClusterWide(t *testing.T) {
 func TestDefaultsEnableWASOnTheComponentsThatNeedIt(t *testing.T) {
 	c := testCluster(t)
 	for _, name := range []Component{APIServer, ControllerManager, Scheduler} {
-		args := c.componentArgs(name)
+		args := argsOf(t, c, name)
 		gates := flagValue(args, "feature-gates")
 		for _, g := range []string{"GenericWorkload=true", "DRAWorkloadResourceClaims=true", "TopologyAwareWorkloadScheduling=true"} {
 			if !strings.Contains(gates, g) {
@@ -68,33 +73,43 @@ func TestDefaultsEnableWASOnTheComponentsThatNeedIt(t *testing.T) {
 			}
 		}
 	}
-	rc := flagValue(c.componentArgs(APIServer), "runtime-config")
+	rc := flagValue(argsOf(t, c, APIServer), "runtime-config")
 	for _, gv := range []string{"scheduling.k8s.io/v1beta1=true", "resource.k8s.io/v1=true"} {
 		if !strings.Contains(rc, gv) {
 			t.Errorf("apiserver --runtime-config=%q lacks %s", rc, gv)
 		}
 	}
 	for _, name := range []Component{Etcd, Kwok} {
-		if v := flagValue(c.componentArgs(name), "feature-gates"); v != "" {
+		if v := flagValue(argsOf(t, c, name), "feature-gates"); v != "" {
 			t.Errorf("%s got Kubernetes feature gates %q", name, v)
 		}
 	}
 }
 
+// argsOf is componentArgs, failing the test on error.
+func argsOf(t *testing.T, c *Cluster, name Component) []string {
+	t.Helper()
+	out, err := c.componentArgs(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 func TestComponentArgsUseTheClusterPortsAndLoopback(t *testing.T) {
 	c := testCluster(t)
-	if v := flagValue(c.componentArgs(APIServer), "secure-port"); v != "6443" {
+	if v := flagValue(argsOf(t, c, APIServer), "secure-port"); v != "6443" {
 		t.Errorf("apiserver secure-port %q", v)
 	}
-	if v := flagValue(c.componentArgs(APIServer), "etcd-servers"); v != "http://127.0.0.1:2379" {
+	if v := flagValue(argsOf(t, c, APIServer), "etcd-servers"); v != "http://127.0.0.1:2379" {
 		t.Errorf("apiserver etcd-servers %q", v)
 	}
 	for _, name := range []Component{APIServer, ControllerManager, Scheduler} {
-		if v := flagValue(c.componentArgs(name), "bind-address"); v != "127.0.0.1" {
+		if v := flagValue(argsOf(t, c, name), "bind-address"); v != "127.0.0.1" {
 			t.Errorf("%s binds %q, want loopback only", name, v)
 		}
 	}
-	if v := flagValue(c.componentArgs(Kwok), "server-address"); v != "127.0.0.1:10250" {
+	if v := flagValue(argsOf(t, c, Kwok), "server-address"); v != "127.0.0.1:10250" {
 		t.Errorf("kwok server-address %q", v)
 	}
 }
@@ -102,7 +117,7 @@ func TestComponentArgsUseTheClusterPortsAndLoopback(t *testing.T) {
 func TestExtraArgsReplaceHarnessDefaults(t *testing.T) {
 	c := testCluster(t)
 	c.cfg.Components[ControllerManager] = ComponentConfig{ExtraArgs: map[string]string{"controllers": "*,-deployment-controller", "v": "4"}}
-	args := c.componentArgs(ControllerManager)
+	args := argsOf(t, c, ControllerManager)
 	if v := flagValue(args, "controllers"); v != "*,-deployment-controller" {
 		t.Errorf("controllers = %q", v)
 	}
@@ -120,14 +135,14 @@ func TestPerComponentGateOmissionAndRuntimeConfig(t *testing.T) {
 	c := testCluster(t)
 	c.cfg.Components[Scheduler] = ComponentConfig{OmitFeatureGates: []string{"CompositePodGroup"}, FeatureGates: map[string]bool{"GenericWorkload": false}}
 	c.cfg.Components[APIServer] = ComponentConfig{RuntimeConfig: map[string]string{"scheduling.k8s.io/v1beta1": "false"}}
-	gates := flagValue(c.componentArgs(Scheduler), "feature-gates")
+	gates := flagValue(argsOf(t, c, Scheduler), "feature-gates")
 	if strings.Contains(gates, "CompositePodGroup") || !strings.Contains(gates, "GenericWorkload=false") {
 		t.Errorf("scheduler --feature-gates = %q, want CompositePodGroup omitted and GenericWorkload=false", gates)
 	}
-	if g := flagValue(c.componentArgs(ControllerManager), "feature-gates"); !strings.Contains(g, "CompositePodGroup=true") {
+	if g := flagValue(argsOf(t, c, ControllerManager), "feature-gates"); !strings.Contains(g, "CompositePodGroup=true") {
 		t.Errorf("the omission leaked to kube-controller-manager: %q", g)
 	}
-	rc := flagValue(c.componentArgs(APIServer), "runtime-config")
+	rc := flagValue(argsOf(t, c, APIServer), "runtime-config")
 	if !strings.Contains(rc, "scheduling.k8s.io/v1beta1=false") || !strings.Contains(rc, "resource.k8s.io/v1=true") {
 		t.Errorf("apiserver --runtime-config = %q, want v1beta1=false merged over the defaults", rc)
 	}
@@ -203,7 +218,8 @@ func testCluster(t *testing.T) *Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.ports = ports{etcdClient: 2379, etcdPeer: 2380, apiserver: 6443, controllerManager: 10257, scheduler: 10259, kwok: 10250}
+	c.ports = ports{etcdClient: 2379, etcdPeer: 2380, apiserver: 6443, controllerManager: 10257, scheduler: 10259, kwok: 10250,
+		addon: map[Component]int{}, addonServing: map[Component]int{}}
 	c.advertiseAddress = "192.0.2.10"
 	return c
 }
@@ -230,8 +246,7 @@ func countFlag(args []string, key string) int {
 // `cluster restart` runs in another process than `cluster up`: Attach must
 // rebuild the very command lines the cluster was started with.
 func TestAttachRebuildsTheRecordedCluster(t *testing.T) {
-	c := testCluster(t)
-	c.ports.wasWebhook, c.ports.wasWebhookServing, c.ports.wasControllerManager = 10290, 10291, 10292
+	c := testClusterWithAddon(t)
 	c.cfg.Components[Scheduler] = ComponentConfig{FeatureGates: map[string]bool{"GenericWorkload": false}}
 	if err := os.MkdirAll(c.paths.root, 0o755); err != nil {
 		t.Fatal(err)
@@ -243,11 +258,11 @@ func TestAttachRebuildsTheRecordedCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.ports != c.ports {
+	if !reflect.DeepEqual(got.ports, c.ports) {
 		t.Errorf("ports = %+v, want %+v", got.ports, c.ports)
 	}
-	for _, name := range Components {
-		if a, b := strings.Join(got.componentArgs(name), " "), strings.Join(c.componentArgs(name), " "); a != b {
+	for _, name := range c.components() {
+		if a, b := strings.Join(argsOf(t, got, name), " "), strings.Join(argsOf(t, c, name), " "); a != b {
 			t.Errorf("%s args differ after Attach:\n got %s\nwant %s", name, a, b)
 		}
 	}

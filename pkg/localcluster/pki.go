@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -19,15 +20,25 @@ type identity struct {
 	orgs []string
 }
 
-var clientIdentities = []identity{
+var coreIdentities = []identity{
 	{"admin", "kubernetes-admin", []string{"system:masters"}},
 	{string(ControllerManager), "system:kube-controller-manager", nil},
 	{string(Scheduler), "system:kube-scheduler", nil},
 	// kwok plays every kubelet; it needs node and pod status writes across all nodes.
 	{string(Kwok), "kwok", []string{"system:masters"}},
 	{"apiserver-kubelet-client", "kube-apiserver-kubelet-client", []string{"system:masters"}},
-	// The reference implementation: only what controllers/config/rbac.yaml grants.
-	{string(WASControllerManager), "was-controller-manager", nil},
+}
+
+// clientIdentities are the core ones plus one per add-on component, with
+// no group: an add-on may do only what its own manifests' RBAC grants.
+func (c *Cluster) clientIdentities() []identity {
+	out := slices.Clone(coreIdentities)
+	for _, a := range c.cfg.Addons {
+		for _, ac := range a.Components {
+			out = append(out, identity{string(ac.Name), ac.User, nil})
+		}
+	}
+	return out
 }
 
 // writePKI generates the CA, the apiserver serving certificate, one client
@@ -58,16 +69,23 @@ func (c *Cluster) writePKI() error {
 	if _, _, err := serving.Write(p.pki, "apiserver"); err != nil {
 		return err
 	}
-	// The apiserver calls the reference webhook on loopback.
-	webhook, err := ca.Issue(pki.CertRequest{CommonName: string(WASWebhook), DNSNames: []string{"localhost"}, IPs: []net.IP{net.ParseIP("127.0.0.1")}, Server: true})
-	if err != nil {
-		return err
-	}
-	if _, _, err := webhook.Write(p.pki, string(WASWebhook)); err != nil {
-		return err
+	// The apiserver calls add-ons' webhooks on loopback.
+	for _, a := range c.cfg.Addons {
+		for _, ac := range a.Components {
+			if ac.Serves == "" {
+				continue
+			}
+			kp, err := ca.Issue(pki.CertRequest{CommonName: string(ac.Name), DNSNames: []string{"localhost"}, IPs: []net.IP{net.ParseIP("127.0.0.1")}, Server: true})
+			if err != nil {
+				return err
+			}
+			if _, _, err := kp.Write(p.pki, string(ac.Name)); err != nil {
+				return err
+			}
+		}
 	}
 	server := fmt.Sprintf("https://127.0.0.1:%d", c.ports.apiserver)
-	for _, id := range clientIdentities {
+	for _, id := range c.clientIdentities() {
 		kp, err := ca.Issue(pki.CertRequest{CommonName: id.cn, Organization: id.orgs, Client: true})
 		if err != nil {
 			return err

@@ -9,8 +9,9 @@ import (
 // first start, and kept across component restarts so clients keep working.
 type ports struct {
 	etcdClient, etcdPeer, apiserver, controllerManager, scheduler, kwok int
-	// The reference implementation: health/metrics of each process, and the webhook.
-	wasWebhook, wasWebhookServing, wasControllerManager int
+	// addon holds each add-on component's plain-HTTP port (health, metrics);
+	// addonServing the HTTPS port of those that serve a webhook.
+	addon, addonServing map[Component]int
 }
 
 func (p *ports) of(name Component) int {
@@ -25,13 +26,11 @@ func (p *ports) of(name Component) int {
 		return p.scheduler
 	case Kwok:
 		return p.kwok
-	case WASWebhook:
-		return p.wasWebhook
-	case WASControllerManager:
-		return p.wasControllerManager
 	}
-	return 0
+	return p.addon[name]
 }
+
+func (p *ports) serving(name Component) int { return p.addonServing[name] }
 
 // FreePorts returns n distinct free TCP ports on 127.0.0.1. All listeners are
 // held until every port is chosen, so the kernel cannot hand out one port
@@ -56,13 +55,31 @@ func FreePorts(n int) ([]int, error) {
 	return out, nil
 }
 
-func allocatePorts() (ports, error) {
-	p, err := FreePorts(9)
+// allocatePorts picks the control plane's ports and those of cfg's add-ons.
+func allocatePorts(cfg *Config) (ports, error) {
+	var components, serving []Component
+	for _, a := range cfg.Addons {
+		for _, ac := range a.Components {
+			components = append(components, ac.Name)
+			if ac.Serves != "" {
+				serving = append(serving, ac.Name)
+			}
+		}
+	}
+	p, err := FreePorts(6 + len(components) + len(serving))
 	if err != nil {
 		return ports{}, err
 	}
-	return ports{etcdClient: p[0], etcdPeer: p[1], apiserver: p[2], controllerManager: p[3], scheduler: p[4], kwok: p[5],
-		wasWebhook: p[6], wasWebhookServing: p[7], wasControllerManager: p[8]}, nil
+	out := ports{etcdClient: p[0], etcdPeer: p[1], apiserver: p[2], controllerManager: p[3], scheduler: p[4], kwok: p[5],
+		addon: map[Component]int{}, addonServing: map[Component]int{}}
+	next := p[6:]
+	for _, name := range components {
+		out.addon[name], next = next[0], next[1:]
+	}
+	for _, name := range serving {
+		out.addonServing[name], next = next[0], next[1:]
+	}
+	return out, nil
 }
 
 // advertiseAddress picks the machine's first non-loopback IPv4 address: the

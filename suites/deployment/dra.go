@@ -155,7 +155,7 @@ var _ = ginkgo.Describe("Deployments with PodGroup-level ResourceClaims", framew
 				framework.Reconfigure(ctx, framework.ReconfigureInput{
 					Cluster: lc,
 					Changes: framework.GateOn(framework.DRAWorkloadResourceClaims, false,
-						localcluster.APIServer, localcluster.ControllerManager, localcluster.Scheduler, localcluster.WASControllerManager),
+						localcluster.APIServer, localcluster.ControllerManager, localcluster.Scheduler, framework.ReferenceControllerManager),
 				})
 				framework.CreateResourceClaimTemplate(ctx, f, "gpu", 1)
 				cfg := draGang(draTemplateClaim("gpu"))

@@ -8,7 +8,6 @@ import (
 	"github.com/onsi/gomega"
 
 	"github.com/workload-aware/apps-harness/framework"
-	"github.com/workload-aware/apps-harness/pkg/localcluster"
 )
 
 var _ = ginkgo.Describe("StatefulSets with the WorkloadWithStatefulSet gate off", framework.KEP(6277),
@@ -23,7 +22,7 @@ var _ = ginkgo.Describe("StatefulSets with the WorkloadWithStatefulSet gate off"
 			framework.Serial, framework.Disruptive, func(ctx context.Context) {
 				framework.Reconfigure(ctx, framework.ReconfigureInput{
 					Cluster: framework.RequireLocalCluster(),
-					Changes: framework.GateOn(framework.WorkloadWithStatefulSet, false, localcluster.WASControllerManager),
+					Changes: framework.GateOn(framework.WorkloadWithStatefulSet, false, framework.ReferenceControllerManager),
 				})
 
 				set := create(ctx, parallel(f, "gate-off", 3, "100m").Obj(), gang())

@@ -14,13 +14,12 @@ import (
 	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/kubernetes/pkg/controller"
+	"k8s.io/utils/ptr"
 
-	"github.com/workload-aware/apps-harness/controllers/crashpoint"
-	wasdeployment "github.com/workload-aware/apps-harness/controllers/deployment"
-	wasstatefulset "github.com/workload-aware/apps-harness/controllers/statefulset"
+	"github.com/workload-aware/apps-harness/api/crashpoint"
 	"github.com/workload-aware/apps-harness/framework"
 	"github.com/workload-aware/apps-harness/pkg/localcluster"
 )
@@ -35,10 +34,13 @@ import (
 // Two ways to reach the partial state (--crash-mode):
 //   - crashpoint: restart was-controller-manager with --crash-after=<point>@<ns>;
 //     it exits with crashpoint.ExitCode right after that step's write.
-//   - seed: stop the controllers, write the partial state the crash would
-//     leave (with the reference's own naming and compile helpers), start them.
-//     On the harness's cluster "stop" restarts the binary with --controllers=
-//     (none); on an existing cluster --controller-restart-command does it.
+//   - seed: for the create points, let the implementation under test build
+//     the app, stop its controllers and delete what it wrote after the point
+//     (so every name is the implementation's own, never guessed); for the
+//     minCount points, stop them, scale, and write the new minCount into the
+//     implementation's Workload. On the harness's cluster "stop" restarts the
+//     binary with --controllers= (none); on an existing cluster
+//     --controller-restart-command does it.
 //
 // Both start from the same partial state, asserted exactly before recovery.
 
@@ -124,12 +126,19 @@ func runCrashCase(ctx context.Context, f *framework.Framework, c crashCase) {
 			app.create(ctx, crashTo)
 		}
 	}
-	if ctl.seed {
+	switch {
+	case ctl.seed && !c.Scale:
+		ginkgo.By("letting the implementation build the app, then stopping it and deleting what it wrote after " + string(c.Point))
+		act()
+		app.waitConverged(ctx, crashTo, dups)
+		ctl.interrupt(ctx)
+		app.rollBack(ctx, c.Point)
+	case ctl.seed:
 		ginkgo.By("stopping the controllers and seeding the state a crash at " + string(c.Point) + " leaves")
 		ctl.interrupt(ctx)
 		act()
-		app.seed(ctx, c.Point)
-	} else {
+		app.seedMinCount(ctx)
+	default:
 		ginkgo.By("arming crash point " + string(c.Point))
 		ctl.interrupt(ctx) // restarts the controller-manager armed
 		act()
@@ -185,7 +194,7 @@ func crashControllerFor(c crashCase, namespace string) *crashController {
 		}
 		return vendorController(cmd)
 	}
-	if !slices.Contains(lc.RunningComponents(), localcluster.WASControllerManager) {
+	if !slices.Contains(lc.RunningComponents(), framework.ReferenceControllerManager) {
 		ginkgo.Skip("the local cluster runs without the reference implementation (was-controller-manager): nothing to crash")
 	}
 	// Reconfigure restores the suite's settings after the spec whatever
@@ -194,7 +203,7 @@ func crashControllerFor(c crashCase, namespace string) *crashController {
 	ctl := &crashController{lc: lc}
 	reconfigure := func(ctx context.Context, args map[string]string) {
 		ctl.resume = framework.Reconfigure(ctx, framework.ReconfigureInput{Cluster: lc, Changes: []framework.ComponentChange{{
-			Component: localcluster.WASControllerManager, Args: args,
+			Component: framework.ReferenceControllerManager, ComponentConfig: localcluster.ComponentConfig{ExtraArgs: args},
 		}}})
 	}
 	if mode == "seed" {
@@ -205,8 +214,8 @@ func crashControllerFor(c crashCase, namespace string) *crashController {
 	}
 	ctl.interrupt = func(ctx context.Context) {
 		// Scoped to the spec's namespace: no other object can trigger it.
-		reconfigure(ctx, map[string]string{"crash-after": string(c.Point) + "@" + namespace})
-		ctl.armedPID = lc.PIDs()[localcluster.WASControllerManager]
+		reconfigure(ctx, map[string]string{crashpoint.Flag: crashpoint.Arg(c.Point, namespace)})
+		ctl.armedPID = lc.PIDs()[framework.ReferenceControllerManager]
 	}
 	return ctl
 }
@@ -242,7 +251,7 @@ func vendorController(cmd string) *crashController {
 func (c *crashController) waitCrash(ctx context.Context, point crashpoint.Point) {
 	marker := crashpoint.LogPrefix + string(point)
 	gomega.Eventually(ctx, func() string {
-		data, _ := os.ReadFile(c.lc.LogPath(localcluster.WASControllerManager))
+		data, _ := os.ReadFile(c.lc.LogPath(framework.ReferenceControllerManager))
 		run := string(data)
 		if i := strings.LastIndex(run, "\n=== "); i >= 0 {
 			run = run[i:] // the armed run only (the log holds every start)
@@ -288,70 +297,77 @@ func (a *crashApp) scale(ctx context.Context, replicas int32) {
 	}
 }
 
-// seed writes, with the cluster admin's client, what the controller would
-// have written up to point (the app's own write, create or scale, is done).
-func (a *crashApp) seed(ctx context.Context, point crashpoint.Point) {
+// seedMinCount writes the new minCount of a scale-up into the Workload
+// template, as the controller's first write of the scale would: the
+// Workload is the implementation's own (found by its owner), nothing else moved.
+func (a *crashApp) seedMinCount(ctx context.Context) {
+	sched := a.f.ClientSet.SchedulingV1beta1().Workloads(a.f.Namespace)
+	s := a.read(ctx)
+	gomega.Expect(s.Workloads).To(gomega.HaveLen(1), "the running app's Workload: %s", s)
+	w, err := sched.Get(ctx, s.Workloads[0].Name, metav1.GetOptions{})
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "reading the Workload")
+	w.Spec.PodGroupTemplates[0].SchedulingPolicy.Gang.MinCount = crashTo
+	_, err = sched.Update(ctx, w, metav1.UpdateOptions{})
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "seeding the Workload's new minCount")
+}
+
+// rollBack deletes, with the cluster admin's client, what the stopped
+// controllers wrote after point, and waits until it is gone: the state a
+// crash right after point leaves, with the names the implementation chose.
+func (a *crashApp) rollBack(ctx context.Context, point crashpoint.Point) {
 	cs, ns := a.f.ClientSet, a.f.Namespace
-	sched := cs.SchedulingV1beta1()
-	must := func(err error, what string) {
-		gomega.ExpectWithOffset(1, err).NotTo(gomega.HaveOccurred(), "seeding %s", what)
+	s := a.read(ctx)
+	var gone []func(context.Context) error // each Get must end NotFound
+	now := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}
+	deletePods := func() {
+		for _, p := range s.Pods {
+			gomega.Expect(ignoreNotFound(cs.CoreV1().Pods(ns).Delete(ctx, p.Name, now))).To(gomega.Succeed(), "deleting pod %s", p.Name)
+			gone = append(gone, func(ctx context.Context) error {
+				_, err := cs.CoreV1().Pods(ns).Get(ctx, p.Name, metav1.GetOptions{})
+				return err
+			})
+		}
+	}
+	deletePodGroups := func() {
+		for _, pg := range s.PodGroups {
+			api := cs.SchedulingV1beta1().PodGroups(ns)
+			gomega.Expect(ignoreNotFound(api.Delete(ctx, pg.Name, metav1.DeleteOptions{}))).To(gomega.Succeed(), "deleting PodGroup %s", pg.Name)
+			gone = append(gone, func(ctx context.Context) error { _, err := api.Get(ctx, pg.Name, metav1.GetOptions{}); return err })
+		}
 	}
 	switch point {
-	case crashpoint.DeploymentBetweenMinCountUpdates, crashpoint.StatefulSetBetweenMinCountUpdates:
-		// The Workload template already has the new minCount; nothing else moved.
-		s := a.read(ctx)
-		gomega.Expect(s.Workloads).To(gomega.HaveLen(1), "the running app's Workload: %s", s)
-		w, err := sched.Workloads(ns).Get(ctx, s.Workloads[0].Name, metav1.GetOptions{})
-		must(err, "reading the Workload")
-		w.Spec.PodGroupTemplates[0].SchedulingPolicy.Gang.MinCount = crashTo
-		_, err = sched.Workloads(ns).Update(ctx, w, metav1.UpdateOptions{})
-		must(err, "the Workload's new minCount")
-
-	case crashpoint.DeploymentAfterWorkloadCreate, crashpoint.DeploymentAfterPodGroupCreate:
-		desired, err := wasdeployment.BuildWorkload(a.deployment, gangDeployment())
-		must(err, "compiling the Workload")
-		w, err := sched.Workloads(ns).Create(ctx, desired, metav1.CreateOptions{})
-		must(err, "the Workload")
-		if point == crashpoint.DeploymentAfterWorkloadCreate {
-			return
+	case crashpoint.DeploymentAfterWorkloadCreate:
+		for _, name := range s.ReplicaSets {
+			api := cs.AppsV1().ReplicaSets(ns)
+			gomega.Expect(ignoreNotFound(api.Delete(ctx, name, metav1.DeleteOptions{}))).To(gomega.Succeed(), "deleting ReplicaSet %s", name)
+			gone = append(gone, func(ctx context.Context) error { _, err := api.Get(ctx, name, metav1.GetOptions{}); return err })
 		}
-		// The ReplicaSet as the Deployment controller names and shapes it, so
-		// that controller adopts it as its new ReplicaSet.
-		d := a.deployment
-		hash := controller.ComputeHash(&d.Spec.Template, d.Status.CollisionCount)
-		tmpl := d.Spec.Template.DeepCopy()
-		tmpl.Labels[appsv1.DefaultDeploymentUniqueLabelKey] = hash
-		sel := d.Spec.Selector.DeepCopy()
-		sel.MatchLabels[appsv1.DefaultDeploymentUniqueLabelKey] = hash
-		rs := &appsv1.ReplicaSet{
-			ObjectMeta: metav1.ObjectMeta{Name: d.Name + "-" + hash, Namespace: ns, Labels: tmpl.Labels,
-				Annotations:     map[string]string{"deployment.kubernetes.io/revision": "1"},
-				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(d, appsv1.SchemeGroupVersion.WithKind("Deployment"))}},
-			Spec: appsv1.ReplicaSetSpec{Replicas: d.Spec.Replicas, Selector: sel, Template: *tmpl},
-		}
-		rs, err = cs.AppsV1().ReplicaSets(ns).Create(ctx, rs, metav1.CreateOptions{})
-		must(err, "the ReplicaSet")
-		pg, err := wasdeployment.BuildPodGroup(w, rs, wasdeployment.PodGroupName(d.Name, hash), false)
-		must(err, "compiling the PodGroup")
-		_, err = sched.PodGroups(ns).Create(ctx, pg, metav1.CreateOptions{})
-		must(err, "the PodGroup")
-
-	case crashpoint.StatefulSetAfterWorkloadCreate, crashpoint.StatefulSetAfterPodGroupCreate:
-		desired, err := wasstatefulset.BuildWorkload(a.set, gangStatefulSet())
-		must(err, "compiling the Workload")
-		w, err := sched.Workloads(ns).Create(ctx, desired, metav1.CreateOptions{})
-		must(err, "the Workload")
-		if point == crashpoint.StatefulSetAfterWorkloadCreate {
-			return
-		}
-		pg, err := wasstatefulset.BuildPodGroup(a.set, w, w.Spec.PodGroupTemplates[0].Name, true, false)
-		must(err, "compiling the PodGroup")
-		_, err = sched.PodGroups(ns).Create(ctx, pg, metav1.CreateOptions{})
-		must(err, "the PodGroup")
-
+		deletePods()
+		deletePodGroups()
+	case crashpoint.StatefulSetAfterWorkloadCreate:
+		deletePods()
+		deletePodGroups()
+	case crashpoint.DeploymentAfterPodGroupCreate, crashpoint.StatefulSetAfterPodGroupCreate:
+		deletePods()
 	default:
-		ginkgo.Fail("no seed for crash point " + string(point))
+		ginkgo.Fail("no roll-back to crash point " + string(point))
 	}
+	gomega.Eventually(ctx, func(ctx context.Context) error {
+		for _, get := range gone {
+			if err := get(ctx); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("still there (or unreadable: %v)", err)
+			}
+		}
+		return nil
+	}).WithTimeout(a.f.Timeouts.Cleanup).WithPolling(a.f.Timeouts.Poll).Should(gomega.Succeed(),
+		"waiting for what the controllers wrote after %s to be deleted: %s", point, s)
+}
+
+func ignoreNotFound(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }
 
 // --- reading the state ---

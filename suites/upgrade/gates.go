@@ -9,7 +9,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/workload-aware/apps-harness/framework"
-	"github.com/workload-aware/apps-harness/pkg/localcluster"
 )
 
 // The KEPs put each gate on two sides: the apiserver (here the reference
@@ -27,7 +26,7 @@ var _ = ginkgo.Describe("WorkloadWithDeployment toggled on a live cluster", fram
 			waitForState(ctx, f, admitted, "a gang of 2", grouped(2, 2))
 
 			framework.Reconfigure(ctx, framework.ReconfigureInput{Cluster: lc,
-				Changes: framework.GateOn(framework.WorkloadWithDeployment, false, localcluster.WASWebhook)})
+				Changes: framework.GateOn(framework.WorkloadWithDeployment, false, framework.ReferenceWebhook)})
 
 			ginkgo.By("a new Deployment with spec.scheduling is rejected, naming the gate")
 			_, err := tryCreateDeployment(ctx, f, "rejected", 2, gangDeployment())
@@ -57,7 +56,7 @@ var _ = ginkgo.Describe("WorkloadWithDeployment toggled on a live cluster", fram
 			waitForState(ctx, f, doomed, "a gang of 2", grouped(2, 2))
 
 			framework.Reconfigure(ctx, framework.ReconfigureInput{Cluster: lc,
-				Changes: framework.GateOn(framework.WorkloadWithDeployment, false, localcluster.WASControllerManager)})
+				Changes: framework.GateOn(framework.WorkloadWithDeployment, false, framework.ReferenceControllerManager)})
 
 			ginkgo.By("gate off: scaling changes no minCount and creates no PodGroup; new pods carry no schedulingGroup")
 			scaleDeployment(ctx, f, live.Name, 4)
@@ -93,7 +92,7 @@ var _ = ginkgo.Describe("WorkloadWithDeployment toggled on a live cluster", fram
 				gomega.HaveField("Workloads", gomega.BeEmpty()), gomega.HaveField("PodGroups", gomega.BeEmpty()), gomega.HaveField("Pods", gomega.BeEmpty())))
 
 			framework.Reconfigure(ctx, framework.ReconfigureInput{Cluster: lc, KeepAfterSpec: true,
-				Changes: framework.GateOn(framework.WorkloadWithDeployment, true, localcluster.WASControllerManager)})
+				Changes: framework.GateOn(framework.WorkloadWithDeployment, true, framework.ReferenceControllerManager)})
 
 			ginkgo.By("gate on again: the live gang's objects are reused and re-synced to 4; the ungrouped pod stays ungrouped (mixed-pod caveat)")
 			after := waitForState(ctx, f, live, "minCount 4 on the same objects", gomega.SatisfyAll(
@@ -136,7 +135,7 @@ var _ = ginkgo.Describe("WorkloadWithStatefulSet toggled on a live cluster", fra
 				basicBefore := waitForState(ctx, f, b, "a basic group of 2", grouped(0, 2))
 
 				framework.Reconfigure(ctx, framework.ReconfigureInput{Cluster: lc,
-					Changes: framework.GateOn(framework.WorkloadWithStatefulSet, false, localcluster.WASControllerManager)})
+					Changes: framework.GateOn(framework.WorkloadWithStatefulSet, false, framework.ReferenceControllerManager)})
 
 				ginkgo.By("gate off: running pods are untouched (S-P5)")
 				podsUndisturbed(readState(ctx, f, g), before)
@@ -164,7 +163,7 @@ var _ = ginkgo.Describe("WorkloadWithStatefulSet toggled on a live cluster", fra
 				waitForState(ctx, f, late, "2 ordinary pods", ungroupedOnly(2))
 
 				framework.Reconfigure(ctx, framework.ReconfigureInput{Cluster: lc, KeepAfterSpec: true,
-					Changes: framework.GateOn(framework.WorkloadWithStatefulSet, true, localcluster.WASControllerManager)})
+					Changes: framework.GateOn(framework.WorkloadWithStatefulSet, true, framework.ReferenceControllerManager)})
 
 				ginkgo.By("gate on again: the same Workload and PodGroup are discovered by reference and re-synced to 5 (S-P3)")
 				after := waitForState(ctx, f, g, "minCount 5 on the same objects", gomega.SatisfyAll(

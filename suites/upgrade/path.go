@@ -22,9 +22,9 @@ import (
 // call of a spec registers the restore of the suite's settings; later calls
 // keep their change, so the restore goes back to the start in one step.
 func rollGate(ctx context.Context, lc *localcluster.Cluster, gate framework.FeatureGate, on, first bool) {
-	order := []localcluster.Component{localcluster.WASWebhook, localcluster.WASControllerManager}
+	order := []localcluster.Component{framework.ReferenceWebhook, framework.ReferenceControllerManager}
 	if !on {
-		order = []localcluster.Component{localcluster.WASControllerManager, localcluster.WASWebhook}
+		order = []localcluster.Component{framework.ReferenceControllerManager, framework.ReferenceWebhook}
 	}
 	ginkgo.By(fmt.Sprintf("%s: %s=%t on %v", map[bool]string{true: "upgrade", false: "downgrade"}[on], gate, on, order))
 	framework.Reconfigure(ctx, framework.ReconfigureInput{Cluster: lc, KeepAfterSpec: !first, Changes: framework.GateOn(gate, on, order...)})

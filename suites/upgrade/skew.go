@@ -65,10 +65,10 @@ var _ = ginkgo.Describe("Version skew", framework.Serial, framework.Disruptive, 
 	ginkgo.It("retries with backoff while the apiserver does not serve scheduling.k8s.io/v1beta1, creates no gang pods, and converges once it does",
 		framework.ID("D-P5", "S-P7", "S-P9"), framework.KEP(6276), framework.KEP(6277), func(ctx context.Context) {
 			lc := framework.RequireLocalCluster()
-			metricsURL, err := lc.MetricsURL(localcluster.WASControllerManager)
+			metricsURL, err := lc.MetricsURL(framework.ReferenceControllerManager)
 			gomega.Expect(err).NotTo(gomega.HaveOccurred())
 			restore := framework.Reconfigure(ctx, framework.ReconfigureInput{Cluster: lc, Changes: []framework.ComponentChange{{
-				Component: localcluster.APIServer, RuntimeConfig: map[string]string{"scheduling.k8s.io/v1beta1": "false"},
+				Component: localcluster.APIServer, ComponentConfig: localcluster.ComponentConfig{RuntimeConfig: map[string]string{"scheduling.k8s.io/v1beta1": "false"}},
 			}}})
 			gomega.Eventually(ctx, func() bool { return framework.Serves(f.ClientSet, "scheduling.k8s.io/v1beta1", []string{"workloads"}) }).WithTimeout(f.Timeouts.Namespace).WithPolling(f.Timeouts.Poll).
 				Should(gomega.BeFalse(), "waiting for discovery to stop listing scheduling.k8s.io/v1beta1 workloads")
@@ -128,16 +128,16 @@ var _ = ginkgo.Describe("Version skew", framework.Serial, framework.Disruptive, 
 				// 1.37 gates, and its GenericWorkload (alpha in 1.36) would watch
 				// scheduling.k8s.io/v1alpha2, which a 1.37 apiserver does not serve.
 				version := framework.TestContext.SkewKubeVersion
-				c.OmitGates = workloadGates
+				c.OmitFeatureGates = workloadGates
 				c.Binary = filepath.Join(framework.TestContext.OutputDir, "bin", "kube", version, "kube-scheduler")
 				if _, err := os.Stat(c.Binary); err != nil {
 					ginkgo.Skip(fmt.Sprintf("needs %s: build it with `KUBE_VERSION=%s hack/build-binaries.sh` (make e2e does)", c.Binary, version))
 				}
 				wantLog = version
 			} else {
-				c.Gates = map[string]bool{}
+				c.FeatureGates = map[string]bool{}
 				for _, g := range workloadGates {
-					c.Gates[g] = false
+					c.FeatureGates[g] = false
 				}
 			}
 			fit := framework.MeasureCapacity(ctx, f)
