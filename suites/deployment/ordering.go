@@ -48,7 +48,7 @@ var _ = ginkgo.Describe("Deployment scheduling write order", framework.KEP(6276)
 			}
 		})
 
-		ginkgo.It("lowers the Workload template's minCount, then the PodGroup's, before deleting pods on scale-down", framework.ID("D-I3", "D-U2"), func(ctx context.Context) {
+		ginkgo.It("lowers the Workload template's minCount, then the PodGroup's, before deleting pods on scale-down", framework.ID("D-I3"), func(ctx context.Context) {
 			d := create(ctx, recreate(f, "down", 4, "100m").Obj(), gang(nil))
 			framework.WaitForPodsRunning(ctx, podsOf(f, d), 4)
 			waitForGangState(ctx, f, d, 4, true)
