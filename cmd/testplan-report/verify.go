@@ -13,11 +13,11 @@ import (
 
 // verifyCmd checks that every plan id has a test: a spec of the e2e suite
 // (from a Ginkgo dry run) or a unit test of the reference implementation
-// (from go test -list). It runs nothing and needs no cluster.
+// (from go test -list). It runs no test and needs no cluster.
 func verifyCmd(args []string) int {
 	fs := flag.NewFlagSet("testplan-report verify", flag.ContinueOnError)
 	specsPath := fs.String("specs", "", "JSON report of a dry run of the e2e suite (e2e.test --ginkgo.dry-run --ginkgo.json-report=FILE)")
-	unitList := fs.String("unit-list", "", "output of go test -list . -json over the reference implementation's packages")
+	unitList := fs.String("unit-list", "", "the reference implementation's top-level tests, one \"<import path> <test>\" per line (go test -list .)")
 	root := fs.String("module-root", ".", "directory of go.mod, where the listed packages' test files are read")
 	if err := fs.Parse(args); err != nil {
 		return 2

@@ -50,7 +50,7 @@ func fakeTree(t *testing.T, skip string) (root, specs, list string) {
 		t.Fatal(err)
 	}
 	specs = write("specs.json", string(data))
-	list = write("list.json", `{"Action":"output","Package":"m/controllers/a","Output":"TestUnits\n"}`+"\n")
+	list = write("list.txt", "m/controllers/a TestUnits\n")
 	return root, specs, list
 }
 
