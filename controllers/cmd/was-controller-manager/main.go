@@ -174,12 +174,14 @@ func run(ctx context.Context, o options) error {
 	go func() { serveErr <- serve(ctx, newServer(o.bindAddress, mux, nil)) }()
 
 	if o.webhookBindAddress != "" {
-		source, err := webhookCertificate(ctx, o, root)
+		wh := http.NewServeMux()
+		srv := newServer(o.webhookBindAddress, wh, nil)
+		source, err := webhookCertificate(ctx, o, root, func() { dropIdleConnections(srv) })
 		if err != nil {
 			return err
 		}
+		srv.TLSConfig = webhookTLSConfig(source)
 		health.add("serving-certificate", source.Check)
-		wh := http.NewServeMux()
 		wh.Handle(admission.Path, &admission.Handler{
 			GateEnabled:            func() bool { return features.Enabled(features.WorkloadWithDeployment) },
 			StatefulSetGateEnabled: func() bool { return features.Enabled(features.WorkloadWithStatefulSet) },
@@ -187,7 +189,7 @@ func run(ctx context.Context, o options) error {
 				return root.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
 			},
 		})
-		go func() { serveErr <- serve(ctx, newServer(o.webhookBindAddress, wh, webhookTLSConfig(source))) }()
+		go func() { serveErr <- serve(ctx, srv) }()
 	}
 
 	if len(o.controllers) > 0 {
@@ -240,8 +242,9 @@ func run(ctx context.Context, o options) error {
 }
 
 // webhookCertificate is the webhook's certificate: the self-signed one kept
-// in a Secret (deploy/), or the files given (the local cluster).
-func webhookCertificate(ctx context.Context, o options, root kubernetes.Interface) (certificateSource, error) {
+// in a Secret (deploy/), or the files given (the local cluster). onRenewed
+// runs when a renewed self-signed certificate is first served.
+func webhookCertificate(ctx context.Context, o options, root kubernetes.Interface, onRenewed func()) (certificateSource, error) {
 	if !selfSigned.enabled() {
 		return newFileCertificate(o.tlsCertFile, o.tlsKeyFile)
 	}
@@ -251,6 +254,7 @@ func webhookCertificate(ctx context.Context, o options, root kubernetes.Interfac
 	broadcaster.StartRecordingToSink(&v1core.EventSinkImpl{Interface: root.CoreV1().Events(ns)})
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "was-webhook"})
 	cert := newSelfSignedCertificate(selfSigned, root, recorder)
+	cert.onRenewed = onRenewed
 	return cert, cert.start(ctx)
 }
 

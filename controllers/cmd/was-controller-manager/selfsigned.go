@@ -118,6 +118,11 @@ type selfSignedCertificate struct {
 	client          kubernetes.Interface
 	recorder        record.EventRecorder
 	serving         atomic.Pointer[tls.Certificate]
+	// onRenewed runs after a renewed certificate is first served (set
+	// before start): the webhook server drops its idle connections, so
+	// clients handshake again and verify the new certificate now rather
+	// than whenever their kept-alive connection happens to close.
+	onRenewed func()
 }
 
 func newSelfSignedCertificate(opts selfSignedOptions, client kubernetes.Interface, recorder record.EventRecorder) *selfSignedCertificate {
@@ -195,9 +200,14 @@ func (c *selfSignedCertificate) serve(ctx context.Context, secret *corev1.Secret
 	if err != nil {
 		return fmt.Errorf("loading the certificate of Secret %s: %w", c.opts.secret, err)
 	}
-	if old := c.serving.Load(); old == nil || !old.Leaf.Equal(pair.Leaf) {
-		klog.FromContext(ctx).Info("Serving the webhook certificate", "secret", c.opts.secret, "serial", pair.Leaf.SerialNumber, "notAfter", pair.Leaf.NotAfter)
-		c.serving.Store(&pair)
+	old := c.serving.Load()
+	if old != nil && old.Leaf.Equal(pair.Leaf) {
+		return nil
+	}
+	klog.FromContext(ctx).Info("Serving the webhook certificate", "secret", c.opts.secret, "serial", pair.Leaf.SerialNumber, "notAfter", pair.Leaf.NotAfter)
+	c.serving.Store(&pair)
+	if old != nil && c.onRenewed != nil {
+		c.onRenewed()
 	}
 	return nil
 }

@@ -347,17 +347,20 @@ func TestReadinessFailsNearExpiry(t *testing.T) {
 }
 
 // TestWebhookServesTheRenewedCertificateWithoutRestart: the TLS server looks
-// the certificate up per handshake, so a client sees the renewed one on its
-// next connection from the same listener.
+// the certificate up per handshake, and drops its idle connections on a
+// renewal, so a client with a kept-alive connection (as the API server
+// keeps them) sees the renewed certificate on its next request, from the
+// same listener.
 func TestWebhookServesTheRenewedCertificateWithoutRestart(t *testing.T) {
 	ctx := context.Background()
 	client := newTestClient()
 	c, _ := newTestCertificate(t, client, time.Hour)
+	// The server as run() builds it (httptest would add a certificate of its own).
+	srv := newServer("127.0.0.1:0", http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), webhookTLSConfig(c))
+	c.onRenewed = func() { dropIdleConnections(srv) }
 	if err := c.sync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// The server as run() builds it (httptest would add a certificate of its own).
-	srv := newServer("127.0.0.1:0", http.NotFoundHandler(), webhookTLSConfig(c))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -366,22 +369,26 @@ func TestWebhookServesTheRenewedCertificateWithoutRestart(t *testing.T) {
 	defer srv.Close()
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caBundle(t, client))
-	handshake := func() *x509.Certificate {
-		conn, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"})
+	kept := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}}}
+	request := func() *x509.Certificate {
+		resp, err := kept.Get("https://" + ln.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer conn.Close()
-		return conn.ConnectionState().PeerCertificates[0]
+		resp.Body.Close()
+		return resp.TLS.PeerCertificates[0]
 	}
-	before := handshake()
+	before := request()
+	if again := request(); !again.Equal(before) {
+		t.Fatal("the certificate changed without a renewal")
+	}
 	issueInto(t, client, storedCA(t, getSecret(t, client)), 10*time.Minute)
 	if err := c.sync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	after := handshake()
+	after := request()
 	if after.Equal(before) {
-		t.Fatal("the listener still serves the certificate it started with")
+		t.Fatal("a kept-alive client still sees the certificate the server started with")
 	}
 	if !after.Equal(served(t, c)) {
 		t.Error("the listener serves another certificate than the renewed one")

@@ -43,6 +43,13 @@ func webhookTLSConfig(source certificateSource) *tls.Config {
 	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: source.GetCertificate}
 }
 
+// dropIdleConnections closes srv's idle kept-alive connections (the next
+// request of their clients opens a new one, with a new TLS handshake).
+func dropIdleConnections(srv *http.Server) {
+	srv.SetKeepAlivesEnabled(false)
+	srv.SetKeepAlivesEnabled(true)
+}
+
 // serve runs srv until ctx ends, then shuts it down gracefully.
 func serve(ctx context.Context, srv *http.Server) error {
 	go func() {
