@@ -136,10 +136,14 @@ h2 { font-size: 18px; margin: 28px 0 8px; border-bottom: 1px solid #d0d7de; padd
 .matrix a { display: block; width: 58px; text-align: center; padding: 3px 0; border-radius: 4px; font: 600 12px ui-monospace, monospace; text-decoration: none; }
 table { border-collapse: collapse; width: 100%; }
 th, td { border: 1px solid #d0d7de; padding: 4px 6px; vertical-align: top; text-align: left; }
+td.cluster, td.reference { width: 30%; overflow-wrap: anywhere; }
+.badge, td.level { white-space: nowrap; }
+.badge { border: 1px solid rgba(31, 35, 40, 0.15); }
 th { background: #f6f8fa; }
 td.id { font: 600 13px ui-monospace, monospace; white-space: nowrap; }
 td ul { margin: 0; padding-left: 16px; }
 .reason { color: #57606a; }
+#legend { list-style: none; padding: 0; columns: 2; margin: 4px 0; }
 .none { color: #8c959f; }
 .st-pass { background: #dafbe1; color: #116329; }
 .st-partial { background: #fff1b8; color: #7d4e00; }
@@ -155,7 +159,7 @@ tr.st-pass td, tr.st-partial td, tr.st-reference-only td, tr.st-skip td, tr.st-f
 <p class="summary" id="summary">{{.Summary}}</p>
 <p class="chips">{{range .Statuses}}<span class="{{.Class}}" title="{{.Meaning}}">{{.Status}} {{.Count}}</span>{{end}}</p>
 <p id="mode"><b>Mode:</b> {{.Mode}}</p>
-<dl id="legend">{{range .Statuses}}<dt><span class="badge {{.Class}}">{{.Status}}</span></dt><dd>{{.Meaning}}</dd>{{end}}</dl>
+<ul id="legend">{{range .Statuses}}<li><span class="badge {{.Class}}">{{.Status}}</span> {{.Meaning}}</li>{{end}}</ul>
 <h2>Id matrix</h2>
 {{range .KEPs}}<p><b>{{.Name}}</b>: {{.Summary}}</p>
 <div class="matrix">{{range .Rows}}<a class="{{.Class}}" href="#{{.ID}}" title="{{.ID}}: {{.Status}}">{{.ID}}</a>{{end}}</div>
@@ -174,7 +178,7 @@ tr.st-pass td, tr.st-partial td, tr.st-reference-only td, tr.st-skip td, tr.st-f
 <table>
 <thead><tr><th>id</th><th>level</th><th>result</th><th>against the cluster under test</th><th>reference implementation only</th><th>item</th></tr></thead>
 <tbody>{{range .Rows}}
-<tr id="{{.ID}}" class="{{.Class}}" data-status="{{.Status}}"><td class="id">{{.ID}}</td><td>{{.Level}}</td><td><span class="badge {{.Class}}">{{.Status}}</span></td><td class="cluster">{{template "evidence" .Cluster}}</td><td class="reference">{{template "evidence" .Reference}}</td><td>{{.Text}}</td></tr>{{end}}
+<tr id="{{.ID}}" class="{{.Class}}" data-status="{{.Status}}"><td class="id">{{.ID}}</td><td class="level">{{.Level}}</td><td><span class="badge {{.Class}}">{{.Status}}</span></td><td class="cluster">{{template "evidence" .Cluster}}</td><td class="reference">{{template "evidence" .Reference}}</td><td>{{.Text}}</td></tr>{{end}}
 </tbody>
 </table>
 {{end}}
