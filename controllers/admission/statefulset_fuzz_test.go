@@ -111,8 +111,11 @@ func FuzzValidateStatefulSet(f *testing.F) {
 	}
 	const name = "kv-store"
 
-	// The old odd-input subtests: every odd value on every shape, updated
-	// from itself (gate on and off), from stsGang, and (gate off) stsGang from it.
+	// The old odd-input subtests, one seed each: every odd value on every
+	// shape, updated from itself. On the first shape also with the gate off,
+	// updated from stsGang, and (gate off) stsGang from it. (Fewer seeds than
+	// the old subtests' calls: under -fuzz every seed costs a coverage
+	// baseline run.)
 	shapes := []fuzzStatefulSet{
 		{name: name, replicas: 3},
 		{name: name, knobs: sReplicasNil},
@@ -126,16 +129,18 @@ func FuzzValidateStatefulSet(f *testing.F) {
 		{name: strings.Repeat("a.", 200), replicas: 3},
 	}
 	for _, v := range append(oddIntents, stsGangFull) {
-		for _, s := range shapes {
+		for i, s := range shapes {
 			s.value = v
 			s.oldValue, s.oldReplicas = v, s.replicas
 			add(s)
-			s.knobs |= sGateOff
-			add(s)
-			s.oldValue, s.knobs = stsGang, s.knobs&^sGateOff
-			add(s)
-			s.value, s.oldValue, s.knobs = stsGang, v, s.knobs|sGateOff
-			add(s)
+			if i == 0 {
+				s.knobs |= sGateOff
+				add(s)
+				s.oldValue, s.knobs = stsGang, s.knobs&^sGateOff
+				add(s)
+				s.value, s.oldValue, s.knobs = stsGang, v, s.knobs|sGateOff
+				add(s)
+			}
 		}
 	}
 	// The old empty-objects subtest: zero StatefulSets, with and without intent.
@@ -143,12 +148,24 @@ func FuzzValidateStatefulSet(f *testing.F) {
 	add(fuzzStatefulSet{knobs: bare | sAbsent | sOldAbsent})
 	add(fuzzStatefulSet{value: stsGangFull, oldValue: stsGangFull, knobs: bare})
 
-	// Every intent value of the unit tests, created and updated from itself,
-	// with and without matching pod claims.
-	for _, v := range testIntentLiterals(f) {
-		add(fuzzStatefulSet{value: v, oldValue: v, name: name, replicas: 3, oldReplicas: 3})
-		add(fuzzStatefulSet{value: v, oldValue: v, name: name, replicas: 5, oldReplicas: 2, knobs: sMirrorClaims})
-		add(fuzzStatefulSet{value: v, oldValue: stsGang, name: name, replicas: 3, oldReplicas: 3, partition: 1, knobs: sGateOff | 1*sPolicyLow})
+	// Names at the length limit of a StatefulSet (a DNS label).
+	for _, n := range []string{strings.Repeat("s", 63), strings.Repeat("a-", 31) + "b", "a"} {
+		add(fuzzStatefulSet{value: stsGangFull, oldValue: stsGangFull, name: n, replicas: 3, oldReplicas: 3, knobs: sMirrorClaims})
+		add(fuzzStatefulSet{value: stsBasicShared, oldValue: stsBasicShared, name: n, replicas: 2, oldReplicas: 3, knobs: sPriorityClass | 1*sPolicyLow})
+	}
+
+	// Every intent value of the unit tests, in turn: updated from itself,
+	// scaled with matching pod claims, or (gate off, OrderedReady, partition
+	// 1) updated from stsGang.
+	for i, v := range testIntentLiterals(f) {
+		switch i % 3 {
+		case 0:
+			add(fuzzStatefulSet{value: v, oldValue: v, name: name, replicas: 3, oldReplicas: 3})
+		case 1:
+			add(fuzzStatefulSet{value: v, oldValue: v, name: name, replicas: 5, oldReplicas: 2, knobs: sMirrorClaims})
+		case 2:
+			add(fuzzStatefulSet{value: v, oldValue: stsGang, name: name, replicas: 3, oldReplicas: 3, partition: 1, knobs: sGateOff | 1*sPolicyLow})
+		}
 	}
 
 	// Every StatefulSet in fixtures/ (the rejected example too), as written,
@@ -267,11 +284,11 @@ func checkStatefulSetRules(t *testing.T, set *appsv1.StatefulSet, cfg *intent.St
 // checkStatefulSetCompiles asserts that the controller compiles an accepted
 // intent into a Workload and PodGroup that workloadbuilder Validate and the
 // kube-apiserver accept, and that they carry the intent. A StatefulSet the
-// apiserver would not have admitted (bad name, no namespace) never reaches
+// apiserver would not have admitted (bad name, no namespace, no UID) never reaches
 // the controller: skipped.
 func checkStatefulSetCompiles(t *testing.T, set *appsv1.StatefulSet, cfg *intent.StatefulSetSchedulingConfiguration) {
 	t.Helper()
-	if set.Namespace == "" || len(appsvalidation.ValidateStatefulSetName(set.Name, false)) > 0 {
+	if set.Namespace == "" || set.UID == "" || len(appsvalidation.ValidateStatefulSetName(set.Name, false)) > 0 {
 		return
 	}
 	item := statefulset.WorkloadItem(set, cfg, statefulset.SchedulingPath)

@@ -92,8 +92,10 @@ func FuzzValidateDeployment(f *testing.F) {
 	}
 	const name = "inference-server"
 
-	// The old odd-input subtests: every odd value on every shape, updated
-	// from itself, from example1, and (gate off) example2 from it.
+	// The old odd-input subtests, one seed each: every odd value on every
+	// shape, updated from itself. On the first shape also updated from
+	// example1, and (gate off) example2 from it. (Fewer seeds than the old
+	// subtests' calls: under -fuzz every seed costs a coverage baseline run.)
 	shapes := []fuzzDeployment{
 		{name: name, replicas: 3},
 		{name: name, knobs: dReplicasNil},
@@ -104,14 +106,16 @@ func FuzzValidateDeployment(f *testing.F) {
 		{name: strings.Repeat("a.", 200), replicas: 3},
 	}
 	for _, v := range oddIntents {
-		for _, s := range shapes {
+		for i, s := range shapes {
 			s.value = v
 			s.oldValue, s.oldReplicas = v, s.replicas
 			add(s)
-			s.oldValue = example1
-			add(s)
-			s.value, s.oldValue, s.knobs = example2, v, s.knobs|dGateOff
-			add(s)
+			if i == 0 {
+				s.oldValue = example1
+				add(s)
+				s.value, s.oldValue, s.knobs = example2, v, s.knobs|dGateOff
+				add(s)
+			}
 		}
 	}
 	// The old empty-objects subtest: zero Deployments, with and without intent.
@@ -119,10 +123,20 @@ func FuzzValidateDeployment(f *testing.F) {
 	add(fuzzDeployment{knobs: bare | dAbsent | dOldAbsent})
 	add(fuzzDeployment{value: example1, knobs: bare | dOldAbsent})
 
-	// Every intent value of the unit tests, created and updated from itself.
-	for _, v := range testIntentLiterals(f) {
-		add(fuzzDeployment{value: v, oldValue: v, name: name, replicas: 3, oldReplicas: 3})
-		add(fuzzDeployment{value: v, oldValue: example2, name: name, replicas: 2, oldReplicas: 4, knobs: dGateOff})
+	// Names at the length limits, where the derived names are truncated.
+	for _, n := range []string{strings.Repeat("a.", 126) + "a", strings.Repeat("x", 253), strings.Repeat("ab", 121) + ".c", strings.Repeat("d", 63)} {
+		add(fuzzDeployment{value: example1, oldValue: example1, name: n, replicas: 3, oldReplicas: 3})
+		add(fuzzDeployment{value: example3, oldValue: example3, name: n, replicas: 4, oldReplicas: 3, knobs: dPriorityClass})
+	}
+
+	// Every intent value of the unit tests, in turn updated from itself or
+	// (gate off, scaled below example2's minCount) from example2.
+	for i, v := range testIntentLiterals(f) {
+		if i%2 == 0 {
+			add(fuzzDeployment{value: v, oldValue: v, name: name, replicas: 3, oldReplicas: 3})
+		} else {
+			add(fuzzDeployment{value: v, oldValue: example2, name: name, replicas: 2, oldReplicas: 4, knobs: dGateOff})
+		}
 	}
 
 	// Every Deployment in fixtures/, as written, scaled, and without the gate.
@@ -242,10 +256,10 @@ const podTemplateHash = "5d8f7c9b6"
 // intent into a Workload and a ReplicaSet's PodGroup that workloadbuilder
 // Validate (building-block DV, allow-lists) and the kube-apiserver accept,
 // and that they carry the intent. A Deployment the apiserver would not have
-// admitted (bad name, no namespace) never reaches the controller: skipped.
+// admitted (bad name, no namespace, no UID) never reaches the controller: skipped.
 func checkDeploymentCompiles(t *testing.T, d *appsv1.Deployment, cfg *intent.DeploymentSchedulingConfiguration) {
 	t.Helper()
-	if d.Namespace == "" || len(appsvalidation.ValidateDeploymentName(d.Name, false)) > 0 {
+	if d.Namespace == "" || d.UID == "" || len(appsvalidation.ValidateDeploymentName(d.Name, false)) > 0 {
 		return
 	}
 	item := deployment.WorkloadItem(d, cfg, deployment.SchedulingPath)
