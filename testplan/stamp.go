@@ -113,8 +113,22 @@ func fileSHA256(path string) (string, error) {
 // SourceID identifies the source tree in dir: the HEAD commit, followed by
 // "+dirty." and a digest of the uncommitted changes (tracked and untracked,
 // ignored files excepted) when there are any, so two runs agree exactly when
-// they test the same code.
+// they test the same code. Where git cannot tell (no .git, no git, a
+// repository git refuses as not owned by the user), it is "tree." and a
+// digest of every file outside hidden and "_" directories.
 func SourceID(dir string) (string, error) {
+	id, gitErr := gitSourceID(dir)
+	if gitErr == nil {
+		return id, nil
+	}
+	id, err := treeDigest(dir)
+	if err != nil {
+		return "", fmt.Errorf("%v; and without git: %v", gitErr, err)
+	}
+	return id, nil
+}
+
+func gitSourceID(dir string) (string, error) {
 	commit, err := git(dir, "rev-parse", "HEAD")
 	if err != nil {
 		return "", err
@@ -145,6 +159,37 @@ func SourceID(dir string) (string, error) {
 		h.Write(content)
 	}
 	return commit + "+dirty." + hex.EncodeToString(h.Sum(nil))[:12], nil
+}
+
+// treeDigest hashes the names and contents of the files under dir, leaving
+// out hidden directories (.git) and those starting with "_" (_output,
+// _artifacts: what the runs write).
+func treeDigest(dir string) (string, error) {
+	h := sha256.New()
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() && path != dir && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+			return filepath.SkipDir
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		content, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		fmt.Fprintf(h, "\x00%s\x00%d\x00", filepath.ToSlash(rel), len(content))
+		h.Write(content)
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return "tree." + hex.EncodeToString(h.Sum(nil))[:12], nil
 }
 
 func commitOf(source string) string {

@@ -136,7 +136,36 @@ func TestSourceID(t *testing.T) {
 	if again, _ := SourceID(dir); again != untrackedEdited {
 		t.Errorf("the same tree gave %q then %q", untrackedEdited, again)
 	}
-	if _, err := SourceID(t.TempDir()); err == nil {
-		t.Errorf("SourceID outside a git work tree succeeded")
+}
+
+// Without git the id is a digest of the files, minus what runs write.
+func TestSourceIDWithoutGit(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("go.mod", "module m\n")
+	write("a/a.go", "package a\n")
+	first, err := SourceID(dir)
+	if err != nil || !strings.HasPrefix(first, "tree.") {
+		t.Fatalf("SourceID without git = %q, %v", first, err)
+	}
+	write("_artifacts/unit.json", "{}")
+	write(".cache/x", "y")
+	if id, _ := SourceID(dir); id != first {
+		t.Errorf("artifacts changed the id: %q, want %q", id, first)
+	}
+	write("a/a.go", "package a // edited\n")
+	if id, _ := SourceID(dir); id == first || !strings.HasPrefix(id, "tree.") {
+		t.Errorf("an edit left the id %q", id)
+	}
+	if _, err := SourceID(filepath.Join(dir, "absent")); err == nil {
+		t.Errorf("SourceID of a missing directory succeeded")
 	}
 }
