@@ -3,20 +3,15 @@ package localcluster
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -341,67 +336,6 @@ func (c *Cluster) adminClient() (kubernetes.Interface, error) {
 	return c.client, err
 }
 
-// createNodes registers the topology's nodes.
-func (c *Cluster) createNodes(ctx context.Context) error {
-	client, err := c.adminClient()
-	if err != nil {
-		return err
-	}
-	nodes := c.cfg.Nodes.Nodes()
-	for i := range nodes {
-		if _, err := client.CoreV1().Nodes().Create(ctx, &nodes[i], metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating node %s: %w", nodes[i].Name, err)
-		}
-	}
-	// DRA: the DeviceClass and one ResourceSlice per node, as a driver would
-	// publish them (resource.k8s.io/v1 must be served).
-	slices := c.cfg.Nodes.ResourceSlices()
-	if len(slices) == 0 {
-		return nil
-	}
-	if _, err := client.ResourceV1().DeviceClasses().Create(ctx, kwoknodes.DeviceClass(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating DeviceClass %s (is resource.k8s.io/v1 served?): %w", kwoknodes.DeviceClassName, err)
-	}
-	for i := range slices {
-		if _, err := client.ResourceV1().ResourceSlices().Create(ctx, &slices[i], metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating ResourceSlice %s: %w", slices[i].Name, err)
-		}
-	}
-	return nil
-}
-
-// waitNodesSchedulable waits until kwok has made every node Ready and the node
-// lifecycle controller has lifted the not-ready taint, so the scheduler will
-// place pods on them.
-func (c *Cluster) waitNodesSchedulable(ctx context.Context) error {
-	client, err := c.adminClient()
-	if err != nil {
-		return err
-	}
-	nodes := c.cfg.Nodes.Nodes()
-	t0 := time.Now()
-	var notReady []string
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, c.cfg.ReadyTimeout, true, func(ctx context.Context) (bool, error) {
-		list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: kwoknodes.ManagedLabel + "=true"})
-		if err != nil {
-			return false, nil
-		}
-		notReady = notReady[:0]
-		for _, n := range list.Items {
-			if !kwoknodes.Schedulable(&n) {
-				notReady = append(notReady, n.Name)
-			}
-		}
-		return len(list.Items) == len(nodes) && len(notReady) == 0, nil
-	})
-	if err != nil {
-		return fmt.Errorf("nodes not Ready and untainted after %s: %v; last lines of %s:\n%s",
-			c.cfg.ReadyTimeout, notReady, c.paths.log(Kwok), tail(c.paths.log(Kwok), 15))
-	}
-	c.cfg.Logf("%d nodes Ready in %.2fs", len(nodes), time.Since(t0).Seconds())
-	return nil
-}
-
 // Restart stops one component and starts it again with mutate applied to its
 // ComponentConfig, on the same port, while the rest keeps running. A mutate of
 // nil restarts with the same flags.
@@ -499,167 +433,6 @@ func (c *Cluster) PIDs() map[Component]int {
 		out[name] = p.pid
 	}
 	return out
-}
-
-// --- state file: lets another process (`cluster down`) stop what Start began.
-
-type stateComponent struct {
-	Name   Component `json:"name"`
-	PID    int       `json:"pid"`
-	Binary string    `json:"binary"`
-	Log    string    `json:"log"`
-}
-
-type state struct {
-	Name       string           `json:"name"`
-	Kubeconfig string           `json:"kubeconfig"`
-	Components []stateComponent `json:"components"`
-	// Config, Ports and AdvertiseAddress let Attach rebuild the Cluster in
-	// another process, so `was-harness cluster restart` can reconfigure a
-	// detached cluster one component at a time.
-	Config           *Config           `json:"config,omitempty"`
-	Ports            map[Component]int `json:"ports,omitempty"`
-	ServingPorts     map[Component]int `json:"servingPorts,omitempty"`
-	EtcdPeerPort     int               `json:"etcdPeerPort,omitempty"`
-	AdvertiseAddress string            `json:"advertiseAddress,omitempty"`
-}
-
-func (s *state) anyRunning() bool { return len(s.pids()) > 0 }
-
-func (s *state) pids() []int {
-	var out []int
-	for _, sc := range s.Components {
-		if pidRuns(sc.PID, sc.Binary) {
-			out = append(out, sc.PID)
-		}
-	}
-	return out
-}
-
-func (c *Cluster) saveStateLocked() error {
-	cfg := c.cfg
-	st := state{Name: c.cfg.Name, Kubeconfig: c.KubeconfigPath(), Config: &cfg, Ports: map[Component]int{},
-		ServingPorts: c.ports.addonServing, EtcdPeerPort: c.ports.etcdPeer, AdvertiseAddress: c.advertiseAddress}
-	for _, name := range c.components() {
-		st.Ports[name] = c.ports.of(name)
-	}
-	for _, name := range c.components() {
-		if p := c.procs[name]; p != nil {
-			st.Components = append(st.Components, stateComponent{Name: name, PID: p.pid, Binary: c.binary(name), Log: p.log})
-		}
-	}
-	data, err := json.MarshalIndent(st, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(c.paths.state(), data, 0o644); err != nil {
-		return err
-	}
-	c.wroteState = true
-	return nil
-}
-
-func readState(path string) (*state, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	st := &state{}
-	if err := json.Unmarshal(data, st); err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	return st, nil
-}
-
-// Attach rebuilds the Cluster recorded in workDir's state file by another
-// process (a detached cluster from `make cluster-up`), so that Restart can
-// reconfigure one of its components. Restarted components stay detached.
-func Attach(workDir string, logf func(string, ...any)) (*Cluster, error) {
-	st, err := readState(newPaths(workDir).state())
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("no cluster recorded in %s (start one with `make cluster-up`)", workDir)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if st.Config == nil || len(st.Ports) == 0 {
-		return nil, fmt.Errorf("the state file in %s predates `cluster restart`; restart the cluster with `make cluster-down cluster-up`", workDir)
-	}
-	cfg := *st.Config
-	cfg.Detach = true
-	cfg.Logf = logf
-	if cfg.Logf == nil {
-		cfg.Logf = func(string, ...any) {}
-	}
-	c := &Cluster{cfg: cfg, paths: newPaths(cfg.WorkDir), procs: map[Component]*process{}, advertiseAddress: st.AdvertiseAddress}
-	c.ports = ports{etcdClient: st.Ports[Etcd], etcdPeer: st.EtcdPeerPort, apiserver: st.Ports[APIServer], controllerManager: st.Ports[ControllerManager],
-		scheduler: st.Ports[Scheduler], kwok: st.Ports[Kwok], addon: map[Component]int{}, addonServing: map[Component]int{}}
-	for _, name := range cfg.AllComponents()[len(CoreComponents):] {
-		c.ports.addon[name] = st.Ports[name]
-		if p, ok := st.ServingPorts[name]; ok {
-			c.ports.addonServing[name] = p
-		}
-	}
-	for _, sc := range st.Components {
-		if pidRuns(sc.PID, sc.Binary) {
-			c.procs[sc.Name] = &process{name: sc.Name, pid: sc.PID, log: sc.Log}
-		}
-	}
-	return c, nil
-}
-
-// StopWorkDir stops the components recorded in workDir's state file by a
-// cluster started elsewhere (for example by `make cluster-up`), in reverse
-// start order, checking that each PID still runs the recorded binary. It
-// returns the components it stopped; no state file means nothing to stop.
-func StopWorkDir(workDir string) ([]string, error) {
-	path := newPaths(workDir).state()
-	st, err := readState(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var stopped []string
-	var errs []error
-	for i := len(st.Components) - 1; i >= 0; i-- {
-		sc := st.Components[i]
-		if !pidRuns(sc.PID, sc.Binary) {
-			continue
-		}
-		p := &process{name: sc.Name, pid: sc.PID, log: sc.Log}
-		if err := p.stop(10 * time.Second); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		stopped = append(stopped, fmt.Sprintf("%s (pid %d)", sc.Name, sc.PID))
-	}
-	if len(errs) == 0 {
-		_ = os.Remove(path)
-	}
-	return stopped, errors.Join(errs...)
-}
-
-// Status describes a cluster recorded in workDir: one line per component.
-func Status(workDir string) (string, error) {
-	st, err := readState(newPaths(workDir).state())
-	if errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("no cluster recorded in %s (start one with `make cluster-up`)", workDir)
-	}
-	if err != nil {
-		return "", err
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "kubeconfig: %s\n", st.Kubeconfig)
-	for _, sc := range st.Components {
-		status := "stopped"
-		if pidRuns(sc.PID, sc.Binary) {
-			status = "running"
-		}
-		fmt.Fprintf(&b, "%-24s pid %-7d %-8s log %s\n", sc.Name, sc.PID, status, sc.Log)
-	}
-	return b.String(), nil
 }
 
 // components returns the components this cluster runs, in start order.

@@ -69,20 +69,8 @@ func (c *Cluster) writePKI() error {
 	if _, _, err := serving.Write(p.pki, "apiserver"); err != nil {
 		return err
 	}
-	// The apiserver calls add-ons' webhooks on loopback.
-	for _, a := range c.cfg.Addons {
-		for _, ac := range a.Components {
-			if ac.Serves == "" {
-				continue
-			}
-			kp, err := ca.Issue(pki.CertRequest{CommonName: string(ac.Name), DNSNames: []string{"localhost"}, IPs: []net.IP{net.ParseIP("127.0.0.1")}, Server: true})
-			if err != nil {
-				return err
-			}
-			if _, _, err := kp.Write(p.pki, string(ac.Name)); err != nil {
-				return err
-			}
-		}
+	if err := c.writeAddonServingCerts(ca); err != nil {
+		return err
 	}
 	server := fmt.Sprintf("https://127.0.0.1:%d", c.ports.apiserver)
 	for _, id := range c.clientIdentities() {
@@ -135,4 +123,24 @@ func writeKubeconfig(path, name, server string, ca *pki.CA, kp *pki.KeyPair) err
 	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: user}
 	cfg.CurrentContext = name
 	return clientcmd.WriteToFile(*cfg, path)
+}
+
+// writeAddonServingCerts issues the serving certificate of each add-on
+// component that serves a webhook: the apiserver calls it on loopback.
+func (c *Cluster) writeAddonServingCerts(ca *pki.CA) error {
+	for _, a := range c.cfg.Addons {
+		for _, ac := range a.Components {
+			if ac.Serves == "" {
+				continue
+			}
+			kp, err := ca.Issue(pki.CertRequest{CommonName: string(ac.Name), DNSNames: []string{"localhost"}, IPs: []net.IP{net.ParseIP("127.0.0.1")}, Server: true})
+			if err != nil {
+				return err
+			}
+			if _, _, err := kp.Write(c.paths.pki, string(ac.Name)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
