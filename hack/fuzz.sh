@@ -11,11 +11,13 @@
 #
 #   FUZZTIME=60s hack/fuzz.sh        (make fuzz FUZZTIME=60s)
 #   FUZZFLAGS='-parallel=1'          extra go test flags
+#   FUZZ_TARGETS='Intent$'           only the targets whose name matches (grep -E)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 FUZZTIME=${FUZZTIME:-30s}
 FUZZFLAGS=${FUZZFLAGS:-}
+FUZZ_TARGETS=${FUZZ_TARGETS:-.}
 ARTIFACTS=${ARTIFACTS:-$PWD/_artifacts}
 logdir=$ARTIFACTS/fuzz
 mkdir -p "$logdir"
@@ -28,7 +30,7 @@ targets=()
 for dir in "${dirs[@]}"; do
 	while read -r name; do
 		targets+=("$dir $name")
-	done < <(go test -list '^Fuzz' "./$dir" | grep -E '^Fuzz')
+	done < <(go test -list '^Fuzz' "./$dir" | grep -E '^Fuzz' | grep -E -- "$FUZZ_TARGETS" || true)
 done
 if ((${#targets[@]} == 0)); then
 	echo "fuzz: no fuzz target found" >&2
