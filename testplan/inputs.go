@@ -53,48 +53,41 @@ func ReadInputs(junitPath string, unit UnitJSON) ([]TestResult, []Input, error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	unitIn := Input{Source: SourceGoTest, Path: unit.Path, State: InputNotGiven}
-	var units []TestResult
-	if unit.Path != "" {
-		if err := unitTerms(unit, &unitIn); err != nil {
-			return nil, nil, err
-		}
-	}
-	if unitIn.State == "" {
-		note := unitIn.Note
-		units, unitIn, err = readInput(SourceGoTest, unit.Path, ReadGoTestJSON)
-		if err != nil {
-			return nil, nil, err
-		}
-		unitIn.Note = note
+	units, unitIn, err := readUnitJSON(unit)
+	if err != nil {
+		return nil, nil, err
 	}
 	return append(junit, units...), []Input{junitIn, unitIn}, nil
 }
 
-// unitTerms decides whether unit.json is read: it sets in.Note, and
-// in.State unless the file is to be read.
-func unitTerms(unit UnitJSON, in *Input) error {
-	in.State = ""
+// readUnitJSON reads the go test -json stream if it is given explicitly or
+// belongs to the run.
+func readUnitJSON(unit UnitJSON) ([]TestResult, Input, error) {
+	in := Input{Source: SourceGoTest, Path: unit.Path, State: InputNotGiven}
+	if unit.Path == "" {
+		return nil, in, nil
+	}
 	if _, err := os.Stat(unit.Path); errors.Is(err, fs.ErrNotExist) {
 		in.State = InputNotFound
-		return nil
-	} else if err != nil {
-		return err
+		return nil, in, nil
 	}
+	var note string
 	if unit.Explicit {
-		in.Note = "given explicitly, so read without checking that it belongs to this run"
+		note = "given explicitly, so read without checking that it belongs to this run"
 		if st, err := ReadStamp(unit.Path); err == nil {
-			in.Note += fmt.Sprintf(" (its stamp: source %s, tests started %s)", st.Source, st.Started.UTC().Format(time.RFC3339))
+			note += fmt.Sprintf(" (its stamp: source %s, tests started %s)", st.Source, st.Started.UTC().Format(time.RFC3339))
 		}
-		return nil
+	} else {
+		st, err := unit.Run.CheckFresh(unit.Path)
+		if err != nil {
+			in.State, in.Note = InputIgnored, err.Error()
+			return nil, in, nil
+		}
+		note = fmt.Sprintf("stamped by make test of this run (source %s, tests started %s)", st.Source, st.Started.UTC().Format(time.RFC3339))
 	}
-	st, err := unit.Run.CheckFresh(unit.Path)
-	if err != nil {
-		in.State, in.Note = InputIgnored, err.Error()
-		return nil
-	}
-	in.Note = fmt.Sprintf("stamped by make test of this run (source %s, tests started %s)", st.Source, st.Started.UTC().Format(time.RFC3339))
-	return nil
+	res, in, err := readInput(SourceGoTest, unit.Path, ReadGoTestJSON)
+	in.Note = note
+	return res, in, err
 }
 
 func readInput(src Source, path string, read func(string) ([]TestResult, error)) ([]TestResult, Input, error) {
