@@ -55,8 +55,8 @@ import (
 	"k8s.io/component-helpers/scheduling/schedulingv1/workloadbuilder"
 	"k8s.io/utils/ptr"
 
-	"github.com/workload-aware/apps-harness/controllers/deployment"
 	"github.com/workload-aware/apps-harness/api/intent"
+	"github.com/workload-aware/apps-harness/controllers/deployment"
 )
 
 // featureGate names the gate that guards spec.scheduling on Deployments
