@@ -24,34 +24,34 @@ const Namespace = "was-system"
 //go:embed *.yaml
 var files embed.FS
 
-// controllersConfigKustomization mirrors controllers/config/kustomization.yaml
-// (the unit test renders the files on disk too and compares).
-const controllersConfigKustomization = "resources:\n- rbac.yaml\n"
-
 // Render renders the compiled-in kustomization. The in-memory tree mirrors
-// the repository's: deploy/ and the controllers/config RBAC it reuses.
+// the repository's: deploy/ and the controllers/config manifests it reuses
+// (the unit test renders the files on disk too and compares).
 func Render() ([]*unstructured.Unstructured, error) {
 	mem := filesys.MakeFsInMemory()
-	entries, err := fs.ReadDir(files, ".")
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range entries {
-		data, err := files.ReadFile(e.Name())
-		if err != nil {
+	for dir, files := range map[string]fs.FS{"/repo/deploy": files, "/repo/controllers/config": config.Files} {
+		if err := copyInto(mem, dir, files); err != nil {
 			return nil, err
 		}
-		if err := mem.WriteFile(path.Join("/repo/deploy", e.Name()), data); err != nil {
-			return nil, err
-		}
-	}
-	if err := mem.WriteFile("/repo/controllers/config/rbac.yaml", config.RBACYAML()); err != nil {
-		return nil, err
-	}
-	if err := mem.WriteFile("/repo/controllers/config/kustomization.yaml", []byte(controllersConfigKustomization)); err != nil {
-		return nil, err
 	}
 	return render(mem, "/repo/deploy")
+}
+
+func copyInto(mem filesys.FileSystem, dir string, files fs.FS) error {
+	entries, err := fs.ReadDir(files, ".")
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		data, err := fs.ReadFile(files, e.Name())
+		if err != nil {
+			return err
+		}
+		if err := mem.WriteFile(path.Join(dir, e.Name()), data); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // RenderDir renders the kustomization in dir on disk.

@@ -11,12 +11,15 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/workload-aware/apps-harness/api/cluster"
 	"github.com/workload-aware/apps-harness/controllers/admission"
-	"github.com/workload-aware/apps-harness/pkg/localcluster"
 )
 
 const image = "localhost/was-controller-manager:dev"
@@ -81,10 +84,21 @@ func TestNoDeploymentOrStatefulSetRunsTheReferenceImplementation(t *testing.T) {
 	}
 }
 
+// webhookConfigurationName is controllers/config/webhook.yaml's.
+const webhookConfigurationName = "was-harness-apps-admission"
+
+// featureGates is the --feature-gates value both sides run with: every gate
+// of api/cluster, on (the local cluster's too).
+func featureGates() string {
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(cluster.AllFeatureGates())) {
+		parts = append(parts, name+"=true")
+	}
+	return strings.Join(parts, ",")
+}
+
 func TestControllerAndWebhookFlags(t *testing.T) {
 	objs := rendered(t)
-	cfg := localcluster.DefaultConfig("", "", "")
-	wantGates := localcluster.FormatFeatureGates(cfg.EffectiveFeatureGates(localcluster.WASControllerManager))
 	for _, name := range []string{"was-controller-manager", "was-webhook"} {
 		ds := into[appsv1.DaemonSet](t, objs, "DaemonSet", Namespace, name)
 		spec := ds.Spec.Template.Spec
@@ -96,11 +110,13 @@ func TestControllerAndWebhookFlags(t *testing.T) {
 			t.Errorf("%s: image %q pull %q, want %q IfNotPresent (loaded into kind, not pulled)", name, c.Image, c.ImagePullPolicy, image)
 		}
 		f := flags(c.Args)
-		if f["feature-gates"] != wantGates {
-			t.Errorf("%s: --feature-gates=%s, want the local cluster's %s", name, f["feature-gates"], wantGates)
+		if f["feature-gates"] != featureGates() {
+			t.Errorf("%s: --feature-gates=%s, want the local cluster's %s", name, f["feature-gates"], featureGates())
 		}
-		if spec.ServiceAccountName != "was-controller-manager" {
-			t.Errorf("%s: serviceAccountName %q", name, spec.ServiceAccountName)
+		// Each side under its own identity: the network-facing webhook must
+		// not hold the controllers' token grants.
+		if spec.ServiceAccountName != name {
+			t.Errorf("%s: serviceAccountName %q, want %q", name, spec.ServiceAccountName, name)
 		}
 		if spec.NodeSelector["node-role.kubernetes.io/control-plane"] != "" || !slices.ContainsFunc(spec.Tolerations, func(tol corev1.Toleration) bool {
 			return tol.Key == "node-role.kubernetes.io/control-plane" && tol.Operator == corev1.TolerationOpExists
@@ -110,22 +126,31 @@ func TestControllerAndWebhookFlags(t *testing.T) {
 		if _, ok := spec.NodeSelector["node-role.kubernetes.io/control-plane"]; !ok {
 			t.Errorf("%s: no control-plane nodeSelector", name)
 		}
-		if c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet == nil || c.ReadinessProbe.HTTPGet.Path != "/healthz" {
-			t.Errorf("%s: needs a /healthz readiness probe (hack/e2e-kind.sh waits for it)", name)
+		checkLoopbackHealth(t, name, c, f)
+		if c.Resources.Limits.Memory().IsZero() || !slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool {
+			return e.Name == "GOMEMLIMIT" && e.ValueFrom != nil && e.ValueFrom.ResourceFieldRef != nil && e.ValueFrom.ResourceFieldRef.Resource == "limits.memory"
+		}) {
+			t.Errorf("%s: needs a memory limit, and GOMEMLIMIT from it", name)
 		}
 		switch name {
 		case "was-controller-manager":
 			if got := strings.Split(f["controllers"], ","); !slices.Equal(got, []string{"deployment", "replicaset", "statefulset"}) {
 				t.Errorf("%s: --controllers=%s, want all three", name, f["controllers"])
 			}
+			if f["leader-elect"] != "true" {
+				t.Errorf("%s: --leader-elect=%q: one pod per control-plane node, so only the Lease holder may run the controllers", name, f["leader-elect"])
+			}
 			if _, ok := f["webhook-bind-address"]; ok {
 				t.Errorf("%s: the controller side serves no webhook", name)
+			}
+			if len(c.Ports) != 0 {
+				t.Errorf("%s: exposes ports %v; it takes no connections", name, c.Ports)
 			}
 		case "was-webhook":
 			if v, ok := f["controllers"]; !ok || v != "" {
 				t.Errorf("%s: --controllers must be given empty (admission only), got %q present=%t", name, v, ok)
 			}
-			for _, k := range []string{"webhook-bind-address", "self-signed-cert-secret", "self-signed-cert-hosts", "self-signed-ca-bundle-webhook-configuration", "self-signed-cert-dir"} {
+			for _, k := range []string{"webhook-bind-address", "self-signed-cert-secret", "self-signed-cert-hosts", "self-signed-ca-bundle-webhook-configuration", "self-signed-cert-validity"} {
 				if f[k] == "" {
 					t.Errorf("%s: --%s missing", name, k)
 				}
@@ -134,18 +159,16 @@ func TestControllerAndWebhookFlags(t *testing.T) {
 			if host := fmt.Sprintf("%s.%s.svc", svc.Name, svc.Namespace); !slices.Contains(strings.Split(f["self-signed-cert-hosts"], ","), host) {
 				t.Errorf("%s: --self-signed-cert-hosts=%s lacks the Service name %s", name, f["self-signed-cert-hosts"], host)
 			}
-			if f["self-signed-ca-bundle-webhook-configuration"] != localcluster.WebhookConfigurationName {
-				t.Errorf("%s: caBundle goes to %q, want %q", name, f["self-signed-ca-bundle-webhook-configuration"], localcluster.WebhookConfigurationName)
+			if f["self-signed-ca-bundle-webhook-configuration"] != webhookConfigurationName {
+				t.Errorf("%s: caBundle goes to %q, want %q", name, f["self-signed-ca-bundle-webhook-configuration"], webhookConfigurationName)
 			}
 			if !strings.HasPrefix(f["self-signed-cert-secret"], Namespace+"/") {
 				t.Errorf("%s: --self-signed-cert-secret=%s: want a Secret in %s (its Role is there)", name, f["self-signed-cert-secret"], Namespace)
 			}
 			// The Service reaches the webhook port; the selector picks this pod.
 			port := svc.Spec.Ports[0].TargetPort.StrVal
-			if !slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool {
-				return p.Name == port && strings.HasSuffix(f["webhook-bind-address"], fmt.Sprintf(":%d", p.ContainerPort))
-			}) {
-				t.Errorf("Service targetPort %q does not name the container port --webhook-bind-address=%s listens on", port, f["webhook-bind-address"])
+			if len(c.Ports) != 1 || c.Ports[0].Name != port || !strings.HasSuffix(f["webhook-bind-address"], fmt.Sprintf(":%d", c.Ports[0].ContainerPort)) {
+				t.Errorf("ports %v: want only the webhook's, named as the Service's targetPort %q, where --webhook-bind-address=%s listens", c.Ports, port, f["webhook-bind-address"])
 			}
 			for k, v := range svc.Spec.Selector {
 				if ds.Spec.Template.Labels[k] != v {
@@ -156,47 +179,92 @@ func TestControllerAndWebhookFlags(t *testing.T) {
 	}
 }
 
-func TestWebhookConfigurationMatchesTheLocalCluster(t *testing.T) {
-	objs := rendered(t)
-	got := into[admissionregistrationv1.ValidatingWebhookConfiguration](t, objs, "ValidatingWebhookConfiguration", "", localcluster.WebhookConfigurationName)
-	want := localcluster.WebhookConfiguration("unused", nil)
-	if len(got.Webhooks) != 1 {
-		t.Fatalf("%d webhooks, want 1", len(got.Webhooks))
+// checkLoopbackHealth: /healthz and /metrics listen on loopback only, and
+// the readiness probe runs inside the pod (`was-controller-manager probe`)
+// against that address, since a kubelet HTTP probe would need the port open
+// on the pod's IP.
+func checkLoopbackHealth(t *testing.T, name string, c corev1.Container, f map[string]string) {
+	t.Helper()
+	host, port, ok := strings.Cut(f["bind-address"], ":")
+	if !ok || host != "127.0.0.1" {
+		t.Errorf("%s: --bind-address=%s, want 127.0.0.1:<port>", name, f["bind-address"])
 	}
-	svc := got.Webhooks[0].ClientConfig.Service
-	if svc == nil || svc.Namespace != Namespace || svc.Name != "was-webhook" || svc.Path == nil || *svc.Path != admission.Path {
-		t.Errorf("clientConfig.service %+v, want %s/was-webhook path %s", svc, Namespace, admission.Path)
+	p := c.ReadinessProbe
+	if p == nil || p.Exec == nil {
+		t.Errorf("%s: needs an exec readiness probe (hack/e2e-kind.sh waits for it)", name)
+		return
 	}
-	// Everything but how the apiserver reaches the webhook is the local cluster's.
-	got.Webhooks[0].ClientConfig, want.Webhooks[0].ClientConfig = admissionregistrationv1.WebhookClientConfig{}, admissionregistrationv1.WebhookClientConfig{}
-	if diff := cmp.Diff(want.Webhooks, got.Webhooks); diff != "" {
-		t.Errorf("webhook differs from pkg/localcluster's WebhookConfiguration (-want +got):\n%s", diff)
+	want := []string{"/was-controller-manager", "probe", fmt.Sprintf("http://127.0.0.1:%s/healthz", port)}
+	if !slices.Equal(p.Exec.Command, want) {
+		t.Errorf("%s: readiness probe %v, want %v", name, p.Exec.Command, want)
 	}
 }
 
-func TestRBACReusesTheControllersConfigAndBindsTheServiceAccount(t *testing.T) {
+// TestWebhookConfigurationCannotTakeTheClusterDown: deploy/ registers the
+// local cluster's webhook (controllers/config/webhook.yaml) behind its
+// Service, and never for kube-system or the install's own namespace.
+func TestWebhookConfigurationCannotTakeTheClusterDown(t *testing.T) {
 	objs := rendered(t)
-	sa := rbacv1.Subject{Kind: "ServiceAccount", Name: "was-controller-manager", Namespace: Namespace}
-	into[corev1.ServiceAccount](t, objs, "ServiceAccount", Namespace, sa.Name)
-	crb := into[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding", "", "was:controller-manager")
-	if !slices.Contains(crb.Subjects, sa) {
-		t.Errorf("ClusterRoleBinding was:controller-manager subjects %v lack %v", crb.Subjects, sa)
+	got := into[admissionregistrationv1.ValidatingWebhookConfiguration](t, objs, "ValidatingWebhookConfiguration", "", webhookConfigurationName)
+	if len(got.Webhooks) != 1 {
+		t.Fatalf("%d webhooks, want 1", len(got.Webhooks))
 	}
-	// The reused Role stays in kube-system, where the per-controller service
-	// accounts are made (no namespace transformer may move it).
-	rb := into[rbacv1.RoleBinding](t, objs, "RoleBinding", "kube-system", "was:controller-manager:serviceaccounts")
-	if !slices.Contains(rb.Subjects, sa) {
-		t.Errorf("RoleBinding kube-system/was:controller-manager:serviceaccounts subjects %v lack %v", rb.Subjects, sa)
+	wh := got.Webhooks[0]
+	svc := wh.ClientConfig.Service
+	if svc == nil || svc.Namespace != Namespace || svc.Name != "was-webhook" || svc.Path == nil || *svc.Path != admission.Path {
+		t.Errorf("clientConfig.service %+v, want %s/was-webhook path %s", svc, Namespace, admission.Path)
 	}
-	for _, name := range []string{"was:deployment-controller", "was:replicaset-controller", "was:statefulset-controller"} {
-		into[rbacv1.ClusterRoleBinding](t, objs, "ClusterRoleBinding", "", name)
+	sel, err := metav1.LabelSelectorAsSelector(wh.NamespaceSelector)
+	if err != nil || wh.NamespaceSelector == nil {
+		t.Fatalf("namespaceSelector %v: %v", wh.NamespaceSelector, err)
 	}
+	for ns, matched := range map[string]bool{"kube-system": false, Namespace: false, "default": true, "team-a": true} {
+		if got := sel.Matches(labelsOf(ns)); got != matched {
+			t.Errorf("namespaceSelector matches namespace %s: %t, want %t", ns, got, matched)
+		}
+	}
+	if len(wh.MatchConditions) == 0 {
+		t.Error("no matchConditions: every Deployment write would depend on the webhook")
+	}
+}
+
+// labelsOf is the label every namespace carries (set by the API server).
+func labelsOf(namespace string) labels.Set { return labels.Set{"kubernetes.io/metadata.name": namespace} }
+
+// TestNetworkPolicyAdmitsOnlyTheWebhookPort: every pod of the namespace
+// refuses connections but the webhook's port on the webhook pods.
+func TestNetworkPolicyAdmitsOnlyTheWebhookPort(t *testing.T) {
+	objs := rendered(t)
+	deny := into[networkingv1.NetworkPolicy](t, objs, "NetworkPolicy", Namespace, "was-deny-ingress")
+	if len(deny.Spec.PodSelector.MatchLabels)+len(deny.Spec.PodSelector.MatchExpressions) != 0 || len(deny.Spec.Ingress) != 0 ||
+		!slices.Equal(deny.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) {
+		t.Errorf("was-deny-ingress %+v: want every pod, Ingress, no rule", deny.Spec)
+	}
+	allow := into[networkingv1.NetworkPolicy](t, objs, "NetworkPolicy", Namespace, "was-webhook-ingress")
+	ds := into[appsv1.DaemonSet](t, objs, "DaemonSet", Namespace, "was-webhook")
+	sel, err := metav1.LabelSelectorAsSelector(&allow.Spec.PodSelector)
+	if err != nil || !sel.Matches(labels.Set(ds.Spec.Template.Labels)) {
+		t.Errorf("was-webhook-ingress selects %v, not the webhook pods %v (%v)", allow.Spec.PodSelector, ds.Spec.Template.Labels, err)
+	}
+	cm := into[appsv1.DaemonSet](t, objs, "DaemonSet", Namespace, "was-controller-manager")
+	if sel.Matches(labels.Set(cm.Spec.Template.Labels)) {
+		t.Error("was-webhook-ingress also admits connections to the controller side")
+	}
+	webhookPort := intstr.FromString("webhook")
+	if len(allow.Spec.Ingress) != 1 || len(allow.Spec.Ingress[0].From) != 0 || len(allow.Spec.Ingress[0].Ports) != 1 ||
+		allow.Spec.Ingress[0].Ports[0].Port == nil || *allow.Spec.Ingress[0].Ports[0].Port != webhookPort {
+		t.Errorf("was-webhook-ingress rules %+v: want one rule, from anywhere (the API server), to port %q only", allow.Spec.Ingress, webhookPort.StrVal)
+	}
+}
+
+func TestRenderedKinds(t *testing.T) {
 	kinds := map[string]int{}
-	for _, o := range objs {
+	for _, o := range rendered(t) {
 		kinds[o.GetKind()]++
 	}
 	t.Logf("rendered: %v", kinds)
-	if want := []string{"ClusterRole", "ClusterRoleBinding", "DaemonSet", "Namespace", "Role", "RoleBinding", "Service", "ServiceAccount", "ValidatingWebhookConfiguration"}; !slices.Equal(slices.Sorted(maps.Keys(kinds)), want) {
-		t.Errorf("kinds %v, want %v", slices.Sorted(maps.Keys(kinds)), want)
+	want := []string{"ClusterRole", "ClusterRoleBinding", "DaemonSet", "Namespace", "NetworkPolicy", "Role", "RoleBinding", "Service", "ServiceAccount", "ValidatingWebhookConfiguration"}
+	if got := slices.Sorted(maps.Keys(kinds)); !slices.Equal(got, want) {
+		t.Errorf("kinds %v, want %v", got, want)
 	}
 }
