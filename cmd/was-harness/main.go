@@ -2,11 +2,11 @@
 // and summarises test output for people and CI.
 //
 //	was-harness cluster up     [--dir D] [--output-dir O] [--kube-version V] [--feature-gates A=true,B=false]
-//	                           [--addon FILE] [--zones N] [--racks-per-zone N] [--nodes-per-rack N]
+//	                           [--addon FILE] [--addon-bin-dir D] [--zones N] [--racks-per-zone N] [--nodes-per-rack N]
 //	was-harness cluster down   [--dir D]
 //	was-harness cluster status [--dir D]
 //	was-harness cluster restart [--dir D] --component C [--feature-gates A=false] [--runtime-config g/v=false]
-//	                           [--omit-feature-gates A,B] [--binary PATH] [--reset]
+//	                           [--omit-feature-gates A,B] [--binary PATH] [--arg name=value]... [--reset]
 //	was-harness conformance --check-only --kubeconfig K [--artifacts D]   (vendor-mode prerequisites; conformance.go)
 //	was-harness test-summary FILE   (a `go test -json` stream: failures, then "N passed, N failed, N skipped")
 package main
@@ -68,6 +68,7 @@ func clusterCmd(verb string, args []string) error {
 	outputDir := fs.String("output-dir", "_output", "directory holding bin/ from hack/build-binaries.sh")
 	kubeVersion := fs.String("kube-version", envOr("KUBE_VERSION", cluster.KubeVersion), "Kubernetes version of the binaries")
 	addon := fs.String("addon", "controllers/config/localcluster-addon.yaml", "descriptor of the implementation to run as an add-on (binaries relative to <output-dir>/bin); empty runs none")
+	addonBinDir := fs.String("addon-bin-dir", "", "directory the add-on's relative binaries are resolved against, instead of <output-dir>/bin (e.g. another build of the implementation)")
 	gates := fs.String("feature-gates", "", "extra feature gates for apiserver, controller-manager and scheduler, e.g. CompositePodGroup=true")
 	zones := fs.Int("zones", 0, "number of zones (0: default topology)")
 	racks := fs.Int("racks-per-zone", 0, "racks per zone (0: default)")
@@ -78,12 +79,14 @@ func clusterCmd(verb string, args []string) error {
 	omitGates := fs.String("omit-feature-gates", "", "restart: gates left out of the component's --feature-gates (for an older binary), comma-separated")
 	binary := fs.String("binary", "", "restart: run this binary instead (another Kubernetes version)")
 	reset := fs.Bool("reset", false, "restart: drop the component's earlier overrides first, back to the cluster's settings")
+	componentArgs := extraArgs{}
+	fs.Var(componentArgs, "arg", "restart: a flag of the component as name=value, without the leading --, merged over its current flags; repeatable (e.g. --arg controllers= idles the reference controller-manager)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	switch verb {
 	case "restart":
-		return restartCmd(*dir, *component, *gates, *runtimeConfig, *omitGates, *binary, *reset)
+		return restartCmd(*dir, *component, *gates, *runtimeConfig, *omitGates, *binary, componentArgs, *reset)
 	case "down":
 		stopped, err := localcluster.StopWorkDir(*dir)
 		if len(stopped) == 0 && err == nil {
@@ -106,7 +109,11 @@ func clusterCmd(verb string, args []string) error {
 	}
 	cfg := localcluster.DefaultConfig(*outputDir, *kubeVersion, *dir)
 	if *addon != "" {
-		a, err := localcluster.LoadImplementation(*addon, filepath.Join(*outputDir, "bin"))
+		binDir := *addonBinDir
+		if binDir == "" {
+			binDir = filepath.Join(*outputDir, "bin")
+		}
+		a, err := localcluster.LoadImplementation(*addon, binDir)
 		if err != nil {
 			return err
 		}
@@ -142,7 +149,7 @@ func clusterCmd(verb string, args []string) error {
 
 // restartCmd reconfigures one component of a running `cluster up` cluster:
 // the step of a manual upgrade or downgrade (docs/upgrade-downgrade.md).
-func restartCmd(dir, component, gates, runtimeConfig, omitGates, binary string, reset bool) error {
+func restartCmd(dir, component, gates, runtimeConfig, omitGates, binary string, args map[string]string, reset bool) error {
 	name := localcluster.Component(component)
 	c, err := localcluster.Attach(dir, func(format string, args ...any) { fmt.Printf("[cluster] "+format+"\n", args...) })
 	if err != nil {
@@ -168,7 +175,7 @@ func restartCmd(dir, component, gates, runtimeConfig, omitGates, binary string, 
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	update := localcluster.ComponentConfig{FeatureGates: change, RuntimeConfig: rc, Binary: binary}
+	update := localcluster.ComponentConfig{FeatureGates: change, RuntimeConfig: rc, Binary: binary, ExtraArgs: args}
 	if omitGates != "" {
 		update.OmitFeatureGates = strings.Split(omitGates, ",")
 	}
