@@ -34,6 +34,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/workload-aware/apps-harness/api/intent"
+	"github.com/workload-aware/apps-harness/controllers/features"
 	"github.com/workload-aware/apps-harness/controllers/schedulingapi"
 )
 
@@ -104,8 +105,8 @@ func ktNewEnv(t *testing.T, o ktEnvOptions) *ktEnv {
 		Deployments:      dInf.Lister(),
 		Scheduling:       e.sched,
 		Recorder:         e.recorder,
-		Gates: Gates{
-			WorkloadWithDeployment:    e.gateOn.Load,
+		Gates: features.Gates{
+			Workload:                  e.gateOn.Load,
 			DRAWorkloadResourceClaims: e.claimsOn.Load,
 		},
 	})

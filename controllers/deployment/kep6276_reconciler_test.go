@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/workload-aware/apps-harness/api/intent"
+	"github.com/workload-aware/apps-harness/controllers/events"
 )
 
 // ktGangSetup is a gang Deployment (full intent, replicas 4) in the lister,
@@ -83,8 +84,8 @@ func TestKEP6276EnsurePodGroup(t *testing.T) {
 				t.Errorf("controller of the PodGroup = %+v, want the ReplicaSet", ref)
 			}
 		}
-		if !ktHasEvent(e.events(), "Normal "+ReasonPodGroupCreated) {
-			t.Errorf("no %s event", ReasonPodGroupCreated)
+		if !ktHasEvent(e.events(), "Normal "+events.PodGroupCreated) {
+			t.Errorf("no %s event", events.PodGroupCreated)
 		}
 	})
 
@@ -213,8 +214,8 @@ func TestKEP6276EnsurePodGroup(t *testing.T) {
 			if got := e.writes(); len(got) != 0 {
 				t.Errorf("writes = %v, want none", got)
 			}
-			if !ktHasEvent(e.events(), "Warning "+ReasonFailedPodGroupCreate) {
-				t.Errorf("no %s event", ReasonFailedPodGroupCreate)
+			if ev := e.events(); !ktHasEvent(ev, "Warning "+events.WorkloadCreationFailed+" Error building PodGroup") {
+				t.Errorf("events = %v, want Warning %s about building the PodGroup", ev, events.WorkloadCreationFailed)
 			}
 		})
 	}
@@ -407,8 +408,8 @@ func TestKEP6276ScaleToZero(t *testing.T) {
 		if _, err := e.client.SchedulingV1beta1().PodGroups(ktNS).Get(e.ctx, pg.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("PodGroup still there: %v", err)
 		}
-		if !ktHasEvent(e.events(), "Normal "+ReasonPodGroupDeleted) {
-			t.Errorf("no %s event", ReasonPodGroupDeleted)
+		if !ktHasEvent(e.events(), "Normal "+events.PodGroupDeleted) {
+			t.Errorf("no %s event", events.PodGroupDeleted)
 		}
 		// At zero nothing is grouped: the pod control passes the template through.
 		inner := &ktPodControl{client: e.client}
@@ -555,8 +556,8 @@ func TestKEP6276Idempotency(t *testing.T) {
 		if got := e.schedulingWrites(); !reflect.DeepEqual(got, []string{"create workloads"}) {
 			t.Errorf("writes = %v", got)
 		}
-		if ev := e.events(); !ktHasEvent(ev, "Normal "+ReasonWorkloadCreated) {
-			t.Errorf("events = %v, want %s", ev, ReasonWorkloadCreated)
+		if ev := e.events(); !ktHasEvent(ev, "Normal "+events.WorkloadCreated) {
+			t.Errorf("events = %v, want %s", ev, events.WorkloadCreated)
 		}
 	})
 
@@ -729,8 +730,8 @@ func TestKEP6276Idempotency(t *testing.T) {
 			if e.count("update", "workloads")+e.count("delete", "workloads")+e.count("patch", "workloads") != 0 {
 				t.Errorf("cached=%v: the foreign Workload was modified", cached)
 			}
-			if ev := e.events(); !ktHasEvent(ev, "Warning "+ReasonWorkloadNameCollision) {
-				t.Errorf("cached=%v: events = %v, want %s", cached, ev, ReasonWorkloadNameCollision)
+			if ev := e.events(); !ktHasEvent(ev, "Warning "+events.WorkloadNameCollision) {
+				t.Errorf("cached=%v: events = %v, want %s", cached, ev, events.WorkloadNameCollision)
 			}
 			// And no ReplicaSet is created on top of it.
 			_, err = e.r.DeploymentControllerClient(e.client).AppsV1().ReplicaSets(ktNS).Create(e.ctx, ktReplicaSet(d, "5d8f9c7b6", 3), metav1.CreateOptions{})
@@ -772,8 +773,8 @@ func TestKEP6276Idempotency(t *testing.T) {
 				t.Errorf("cached=%v: the foreign PodGroup was modified", cached)
 			}
 			if cached {
-				if ev := e.events(); !ktHasEvent(ev, "Warning "+ReasonPodGroupNameCollision) {
-					t.Errorf("events = %v, want %s", ev, ReasonPodGroupNameCollision)
+				if ev := e.events(); !ktHasEvent(ev, "Warning "+events.PodGroupNameCollision) {
+					t.Errorf("events = %v, want %s", ev, events.PodGroupNameCollision)
 				}
 			}
 		}
@@ -973,8 +974,8 @@ func TestKEP6276GateOffAndNoIntent(t *testing.T) {
 			if cfg := e.r.IntentFor(d); cfg != nil {
 				t.Errorf("IntentFor(%s) = %+v, want nil", value, cfg)
 			}
-			if ev := e.events(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Warning "+ReasonInvalidScheduling) {
-				t.Errorf("events for %s = %v, want one %s warning", value, ev, ReasonInvalidScheduling)
+			if ev := e.events(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Warning "+events.InvalidSchedulingIntent) {
+				t.Errorf("events for %s = %v, want one %s warning", value, ev, events.InvalidSchedulingIntent)
 			}
 			if w, err := e.r.EnsureWorkload(e.ctx, d); w != nil || err != nil {
 				t.Errorf("EnsureWorkload = %v, %v; want nil, nil", w, err)

@@ -32,43 +32,20 @@ import (
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
-	kubefeatures "k8s.io/kubernetes/pkg/features"
 	"k8s.io/utils/ptr"
 
 	"github.com/workload-aware/apps-harness/api/intent"
 	"github.com/workload-aware/apps-harness/controllers/crashpoint"
+	"github.com/workload-aware/apps-harness/controllers/events"
 	"github.com/workload-aware/apps-harness/controllers/features"
 	"github.com/workload-aware/apps-harness/controllers/objcache"
 	"github.com/workload-aware/apps-harness/controllers/ownerguard"
 	"github.com/workload-aware/apps-harness/controllers/schedulingapi"
 )
 
-// Event reasons, on the Deployment.
-const (
-	ReasonWorkloadCreated       = "WorkloadCreated"
-	ReasonPodGroupCreated       = "PodGroupCreated"
-	ReasonPodGroupDeleted       = "PodGroupDeleted"
-	ReasonFailedWorkloadCreate  = "FailedWorkloadCreate"
-	ReasonFailedPodGroupCreate  = "FailedPodGroupCreate"
-	ReasonInvalidScheduling     = "InvalidSchedulingIntent"
-	ReasonWorkloadNameCollision = "WorkloadNameCollision"
-	ReasonPodGroupNameCollision = "PodGroupNameCollision"
-)
-
-// Gates reports the gates the hooks consult on every call, so a restarted
-// process with other gates behaves accordingly.
-type Gates struct {
-	WorkloadWithDeployment    func() bool
-	DRAWorkloadResourceClaims func() bool
-}
-
-// DefaultGates reads the process's feature gates.
-func DefaultGates() Gates {
-	return Gates{
-		WorkloadWithDeployment:    func() bool { return features.Enabled(features.WorkloadWithDeployment) },
-		DRAWorkloadResourceClaims: func() bool { return features.Enabled(kubefeatures.DRAWorkloadResourceClaims) },
-	}
-}
+// DefaultGates reads the process's feature gates, with WorkloadWithDeployment
+// as the controller's own.
+func DefaultGates() features.Gates { return features.ProcessGates(features.WorkloadWithDeployment) }
 
 // Reconciler owns the scheduling objects of Deployments and their ReplicaSets.
 // Each side writes with its own controller's client, so RBAC grants each
@@ -79,7 +56,7 @@ type Reconciler struct {
 	deployments      appslisters.DeploymentLister
 	scheduling       *schedulingapi.Informers
 	recorder         record.EventRecorder
-	gates            Gates
+	gates            features.Gates
 
 	workloadWrites                   objcache.Writes[*schedulingv1beta1.Workload]
 	podGroupWrites                   objcache.Writes[*schedulingv1beta1.PodGroup]
@@ -92,7 +69,7 @@ type Options struct {
 	Deployments                        appslisters.DeploymentLister
 	Scheduling                         *schedulingapi.Informers
 	Recorder                           record.EventRecorder
-	Gates                              Gates
+	Gates                              features.Gates
 }
 
 // NewReconciler returns a Reconciler.
@@ -112,12 +89,12 @@ func NewReconciler(o Options) *Reconciler {
 // malformed intent (admission would have refused it) is reported as an event
 // and treated as absent.
 func (r *Reconciler) IntentFor(d *appsv1.Deployment) *intent.DeploymentSchedulingConfiguration {
-	if !r.gates.WorkloadWithDeployment() {
+	if !r.gates.Workload() {
 		return nil
 	}
 	cfg, err := intent.FromAnnotations(d.Annotations)
 	if err != nil {
-		r.recorder.Eventf(d, corev1.EventTypeWarning, ReasonInvalidScheduling, "%v; no Workload or PodGroup is reconciled", err)
+		r.recorder.Eventf(d, corev1.EventTypeWarning, events.InvalidSchedulingIntent, "%v; no Workload or PodGroup is reconciled", err)
 		return nil
 	}
 	if cfg != nil && d.Spec.Template.Spec.SchedulingGroup != nil {
@@ -141,7 +118,7 @@ func (r *Reconciler) EnsureWorkload(ctx context.Context, d *appsv1.Deployment) (
 	defer r.deploymentLocks.Lock(types.NamespacedName{Namespace: d.Namespace, Name: d.Name})()
 	desired, err := BuildWorkload(d, cfg)
 	if err != nil {
-		r.recorder.Eventf(d, corev1.EventTypeWarning, ReasonFailedWorkloadCreate, "compiling spec.scheduling into a Workload: %v", err)
+		r.recorder.Eventf(d, corev1.EventTypeWarning, events.WorkloadCreationFailed, "compiling spec.scheduling into a Workload: %v", err)
 		return nil, err
 	}
 	client := r.deploymentClient.SchedulingV1beta1().Workloads(d.Namespace)
@@ -160,7 +137,7 @@ func (r *Reconciler) EnsureWorkload(ctx context.Context, d *appsv1.Deployment) (
 		switch {
 		case err == nil:
 			r.workloadWrites.Store(key, created)
-			r.recorder.Eventf(d, corev1.EventTypeNormal, ReasonWorkloadCreated, "Created Workload %s", created.Name)
+			r.recorder.Eventf(d, corev1.EventTypeNormal, events.WorkloadCreated, "Created Workload %s", created.Name)
 			crashpoint.Reached(crashpoint.DeploymentAfterWorkloadCreate, d.Namespace)
 			return created, nil
 		case apierrors.IsAlreadyExists(err):
@@ -170,7 +147,7 @@ func (r *Reconciler) EnsureWorkload(ctx context.Context, d *appsv1.Deployment) (
 				return nil, err
 			}
 		default:
-			r.recorder.Eventf(d, corev1.EventTypeWarning, ReasonFailedWorkloadCreate, "Error creating Workload %s: %v", desired.Name, err)
+			r.recorder.Eventf(d, corev1.EventTypeWarning, events.WorkloadCreationFailed, "Error creating Workload %s: %v", desired.Name, err)
 			return nil, err
 		}
 	} else if err != nil {
@@ -183,7 +160,7 @@ func (r *Reconciler) EnsureWorkload(ctx context.Context, d *appsv1.Deployment) (
 // template's gang minCount to the desired value (the one mutable field).
 func (r *Reconciler) reconcileWorkload(ctx context.Context, d *appsv1.Deployment, desired, existing *schedulingv1beta1.Workload) (*schedulingv1beta1.Workload, error) {
 	if !metav1.IsControlledBy(existing, d) {
-		r.recorder.Eventf(d, corev1.EventTypeWarning, ReasonWorkloadNameCollision, "Workload %s exists but is not controlled by this Deployment; not using it", existing.Name)
+		r.recorder.Eventf(d, corev1.EventTypeWarning, events.WorkloadNameCollision, "Workload %s exists but is not controlled by this Deployment; not using it", existing.Name)
 		return nil, fmt.Errorf("workload %s/%s is not controlled by deployment %s", existing.Namespace, existing.Name, d.Name)
 	}
 	want, have := TemplateMinCount(desired), TemplateMinCount(existing)
@@ -266,7 +243,7 @@ func (r *Reconciler) EnsurePodGroup(ctx context.Context, rs *appsv1.ReplicaSet) 
 				return nil, err
 			}
 			r.podGroupWrites.Forget(key)
-			r.recorder.Eventf(d, corev1.EventTypeNormal, ReasonPodGroupDeleted, "Deleted PodGroup %s of ReplicaSet %s at zero replicas", name, rs.Name)
+			r.recorder.Eventf(d, corev1.EventTypeNormal, events.PodGroupDeleted, "Deleted PodGroup %s of ReplicaSet %s at zero replicas", name, rs.Name)
 		}
 		return nil, nil
 	}
@@ -285,7 +262,7 @@ func (r *Reconciler) EnsurePodGroup(ctx context.Context, rs *appsv1.ReplicaSet) 
 			return nil, fmt.Errorf("podgroup %s/%s is still being deleted; waiting to recreate it", rs.Namespace, name)
 		}
 		if !metav1.IsControlledBy(existing, rs) {
-			r.recorder.Eventf(d, corev1.EventTypeWarning, ReasonPodGroupNameCollision, "PodGroup %s exists but is not controlled by ReplicaSet %s", name, rs.Name)
+			r.recorder.Eventf(d, corev1.EventTypeWarning, events.PodGroupNameCollision, "PodGroup %s exists but is not controlled by ReplicaSet %s", name, rs.Name)
 			return nil, fmt.Errorf("podgroup %s/%s is not controlled by replicaset %s", rs.Namespace, name, rs.Name)
 		}
 		want := TemplateMinCount(w)
@@ -309,7 +286,7 @@ func (r *Reconciler) EnsurePodGroup(ctx context.Context, rs *appsv1.ReplicaSet) 
 
 	desired, err := BuildPodGroup(w, rs, name, r.gates.DRAWorkloadResourceClaims())
 	if err != nil {
-		r.recorder.Eventf(d, corev1.EventTypeWarning, ReasonFailedPodGroupCreate, "Error building PodGroup %s: %v", name, err)
+		r.recorder.Eventf(d, corev1.EventTypeWarning, events.WorkloadCreationFailed, "Error building PodGroup %s: %v", name, err)
 		return nil, err
 	}
 	if err := r.replicaSetLive(ctx, d, rs); err != nil {
@@ -328,9 +305,9 @@ func (r *Reconciler) EnsurePodGroup(ctx context.Context, rs *appsv1.ReplicaSet) 
 			err = fmt.Errorf("podgroup %s/%s is still being deleted; waiting to recreate it", rs.Namespace, name)
 		}
 	} else if err != nil {
-		r.recorder.Eventf(d, corev1.EventTypeWarning, ReasonFailedPodGroupCreate, "Error creating PodGroup %s: %v", name, err)
+		r.recorder.Eventf(d, corev1.EventTypeWarning, events.WorkloadCreationFailed, "Error creating PodGroup %s: %v", name, err)
 	} else {
-		r.recorder.Eventf(d, corev1.EventTypeNormal, ReasonPodGroupCreated, "Created PodGroup %s for ReplicaSet %s", name, rs.Name)
+		r.recorder.Eventf(d, corev1.EventTypeNormal, events.PodGroupCreated, "Created PodGroup %s for ReplicaSet %s", name, rs.Name)
 		crashpoint.Reached(crashpoint.DeploymentAfterPodGroupCreate, rs.Namespace)
 	}
 	if err != nil {

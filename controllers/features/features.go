@@ -37,3 +37,23 @@ func init() {
 
 // Enabled reports whether a gate is on in this process.
 func Enabled(f featuregate.Feature) bool { return utilfeature.DefaultFeatureGate.Enabled(f) }
+
+// Gates are the gates a controller's hooks consult on every call rather than
+// once at start: tests flip them on a running controller, and a process
+// restarted with other gates behaves accordingly.
+type Gates struct {
+	// Workload is the controller's own KEP gate: WorkloadWithDeployment or
+	// WorkloadWithStatefulSet. Off, every hook passes straight through.
+	Workload func() bool
+	// DRAWorkloadResourceClaims: PodGroups carry the intent's resource claims.
+	DRAWorkloadResourceClaims func() bool
+}
+
+// ProcessGates reads this process's gates, with workload as the controller's
+// own gate.
+func ProcessGates(workload featuregate.Feature) Gates {
+	return Gates{
+		Workload:                  func() bool { return Enabled(workload) },
+		DRAWorkloadResourceClaims: func() bool { return Enabled(kubefeatures.DRAWorkloadResourceClaims) },
+	}
+}

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
+
+	"github.com/workload-aware/apps-harness/controllers/events"
 )
 
 // updateBehindTheBack changes a stored object as another client would (no
@@ -122,8 +124,8 @@ func TestKEP6277Discovery(t *testing.T) {
 		if _, err := e.createPod(stPod(set, 0, stRevision1)); err == nil {
 			t.Fatal("pod created without its PodGroup")
 		}
-		if ev := e.events(); !stHasEvent(ev, "Warning "+ReasonPodGroupCreationFailed) {
-			t.Errorf("events = %v, want Warning %s", ev, ReasonPodGroupCreationFailed)
+		if ev := e.events(); !stHasEvent(ev, "Warning "+events.WorkloadCreationFailed+" Error creating PodGroup") {
+			t.Errorf("events = %v, want Warning %s about the PodGroup", ev, events.WorkloadCreationFailed)
 		}
 		e.heal("create", "podgroups")
 		// A fresh Reconciler (a restarted controller) over the same API.
@@ -259,8 +261,8 @@ func TestKEP6277Discovery(t *testing.T) {
 		if got := e.schedulingWrites(); len(got) != 0 {
 			t.Errorf("scheduling writes = %v, want none", got)
 		}
-		if ev := e.events(); !stHasEvent(ev, "Warning "+ReasonAmbiguousWorkload) {
-			t.Errorf("events = %v, want Warning %s", ev, ReasonAmbiguousWorkload)
+		if ev := e.events(); !stHasEvent(ev, "Warning "+events.AmbiguousWorkload) {
+			t.Errorf("events = %v, want Warning %s", ev, events.AmbiguousWorkload)
 		}
 		if stTemplateMin(e.apiWorkload(a.Name)) != 2 || stTemplateMin(e.apiWorkload(b.Name)) != 2 || len(e.podGroups()) != 0 {
 			t.Errorf("ambiguous Workloads mutated or PodGroups created")
@@ -280,8 +282,8 @@ func TestKEP6277Discovery(t *testing.T) {
 		if got := e.schedulingWrites(); len(got) != 0 {
 			t.Errorf("scheduling writes = %v, want none", got)
 		}
-		if ev := e.events(); !stHasEvent(ev, "Warning "+ReasonAmbiguousPodGroup) {
-			t.Errorf("events = %v, want Warning %s", ev, ReasonAmbiguousPodGroup)
+		if ev := e.events(); !stHasEvent(ev, "Warning "+events.AmbiguousPodGroup) {
+			t.Errorf("events = %v, want Warning %s", ev, events.AmbiguousPodGroup)
 		}
 	})
 
@@ -467,8 +469,8 @@ func TestKEP6277Discovery(t *testing.T) {
 			if got := e.schedulingWrites(); len(got) != 0 {
 				t.Errorf("scheduling writes = %v, want none", got)
 			}
-			if ev := e.events(); !stHasEvent(ev, "Warning "+ReasonUnusableWorkload) {
-				t.Errorf("events = %v, want Warning %s", ev, ReasonUnusableWorkload)
+			if ev := e.events(); !stHasEvent(ev, "Warning "+events.UnusableWorkload) {
+				t.Errorf("events = %v, want Warning %s", ev, events.UnusableWorkload)
 			}
 			if !equality.Semantic.DeepEqual(e.apiWorkload(w.Name), w) {
 				t.Errorf("Workload mutated")
@@ -647,8 +649,8 @@ func TestKEP6277Composition(t *testing.T) {
 		if got, want := e.writes(), []string{"create pods"}; !reflect.DeepEqual(got, want) {
 			t.Errorf("writes = %v, want %v", got, want)
 		}
-		if ev := e.events(); !stHasEvent(ev, "Warning "+ReasonUnresolvedParent) {
-			t.Errorf("events = %v, want Warning %s", ev, ReasonUnresolvedParent)
+		if ev := e.events(); !stHasEvent(ev, "Warning "+events.UnresolvedParentWorkload) {
+			t.Errorf("events = %v, want Warning %s", ev, events.UnresolvedParentWorkload)
 		}
 	})
 
@@ -715,8 +717,8 @@ func TestKEP6277Composition(t *testing.T) {
 			w := e.apiWorkload(WorkloadName(set))
 			pg := e.apiPodGroup(PodGroupName(w.Name, TemplateName(set)))
 			stCheckGrouped(t, pod, set, pg)
-			if ev := e.events(); !stHasEvent(ev, "Warning "+ReasonGroupTemplateNameIgnored) {
-				t.Errorf("events = %v, want Warning %s", ev, ReasonGroupTemplateNameIgnored)
+			if ev := e.events(); !stHasEvent(ev, "Warning "+events.GroupTemplateNameIgnored) {
+				t.Errorf("events = %v, want Warning %s", ev, events.GroupTemplateNameIgnored)
 			}
 		})
 	}
@@ -748,8 +750,8 @@ func TestKEP6277Composition(t *testing.T) {
 			if got, want := e.writes(), []string{"create pods"}; !reflect.DeepEqual(got, want) {
 				t.Errorf("writes = %v, want %v (no Workload, no PodGroup)", got, want)
 			}
-			if ev := e.events(); !stHasEvent(ev, "Warning "+ReasonUnresolvedParent) {
-				t.Errorf("events = %v, want Warning %s", ev, ReasonUnresolvedParent)
+			if ev := e.events(); !stHasEvent(ev, "Warning "+events.UnresolvedParentWorkload) {
+				t.Errorf("events = %v, want Warning %s", ev, events.UnresolvedParentWorkload)
 			}
 			for _, w := range tc.workloads {
 				if !equality.Semantic.DeepEqual(e.apiWorkload(w.Name), w) {

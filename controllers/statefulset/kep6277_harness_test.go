@@ -39,6 +39,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/workload-aware/apps-harness/api/intent"
+	"github.com/workload-aware/apps-harness/controllers/features"
 	"github.com/workload-aware/apps-harness/controllers/schedulingapi"
 )
 
@@ -135,8 +136,8 @@ func stNewEnv(t *testing.T, o stEnvOptions) *stEnv {
 		Pods:         podInf.Lister(),
 		Scheduling:   e.sched,
 		Recorder:     e.recorder,
-		Gates: Gates{
-			WorkloadWithStatefulSet:   e.gateOn.Load,
+		Gates: features.Gates{
+			Workload:                  e.gateOn.Load,
 			DRAWorkloadResourceClaims: e.claimsOn.Load,
 		},
 	})

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/workload-aware/apps-harness/api/intent"
+	"github.com/workload-aware/apps-harness/controllers/events"
 )
 
 // TestKEP6277Creation covers S-U1 (ordering, opt-out), S-U2 and S-U3 (field
@@ -192,8 +193,8 @@ func TestKEP6277Creation(t *testing.T) {
 		if got := e.schedulingCalls(); len(got) != 0 {
 			t.Errorf("scheduling calls = %v, want none", got)
 		}
-		if ev := e.events(); !stHasEvent(ev, "Warning "+ReasonInvalidScheduling) {
-			t.Errorf("events = %v, want Warning %s", ev, ReasonInvalidScheduling)
+		if ev := e.events(); !stHasEvent(ev, "Warning "+events.InvalidSchedulingIntent) {
+			t.Errorf("events = %v, want Warning %s", ev, events.InvalidSchedulingIntent)
 		}
 	})
 
@@ -393,8 +394,8 @@ func TestKEP6277Creation(t *testing.T) {
 		e.addSet(set)
 		e.mustCreatePod(stPod(set, 0, stRevision1))
 		ev := e.events()
-		if !stHasEvent(ev, "Normal "+ReasonWorkloadCreated) || !stHasEvent(ev, "Normal "+ReasonPodGroupCreated) {
-			t.Errorf("events = %v, want Normal %s and Normal %s", ev, ReasonWorkloadCreated, ReasonPodGroupCreated)
+		if !stHasEvent(ev, "Normal "+events.WorkloadCreated) || !stHasEvent(ev, "Normal "+events.PodGroupCreated) {
+			t.Errorf("events = %v, want Normal %s and Normal %s", ev, events.WorkloadCreated, events.PodGroupCreated)
 		}
 	})
 
@@ -412,8 +413,8 @@ func TestKEP6277Creation(t *testing.T) {
 		if after-before != 1 {
 			t.Errorf("statefulset_workload_creation_errors_total went from %v to %v, want +1", before, after)
 		}
-		if ev := e.events(); !stHasEvent(ev, "Warning "+ReasonWorkloadCreationFailed) {
-			t.Errorf("events = %v, want Warning %s", ev, ReasonWorkloadCreationFailed)
+		if ev := e.events(); !stHasEvent(ev, "Warning "+events.WorkloadCreationFailed) {
+			t.Errorf("events = %v, want Warning %s", ev, events.WorkloadCreationFailed)
 		}
 		if got, want := e.writes(), []string{"create workloads"}; !reflect.DeepEqual(got, want) {
 			t.Errorf("writes = %v, want only the failed %v", got, want)

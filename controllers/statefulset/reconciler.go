@@ -35,44 +35,20 @@ import (
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
-	kubefeatures "k8s.io/kubernetes/pkg/features"
 	"k8s.io/utils/ptr"
 
 	"github.com/workload-aware/apps-harness/api/intent"
 	"github.com/workload-aware/apps-harness/controllers/crashpoint"
+	"github.com/workload-aware/apps-harness/controllers/events"
 	"github.com/workload-aware/apps-harness/controllers/features"
 	"github.com/workload-aware/apps-harness/controllers/objcache"
 	"github.com/workload-aware/apps-harness/controllers/ownerguard"
 	"github.com/workload-aware/apps-harness/controllers/schedulingapi"
 )
 
-// Event reasons on the StatefulSet (the first three are the KEP's).
-const (
-	ReasonWorkloadCreated          = "WorkloadCreated"
-	ReasonPodGroupCreated          = "PodGroupCreated"
-	ReasonWorkloadCreationFailed   = "WorkloadCreationFailed"
-	ReasonPodGroupCreationFailed   = "PodGroupCreationFailed"
-	ReasonAmbiguousWorkload        = "AmbiguousWorkload"
-	ReasonAmbiguousPodGroup        = "AmbiguousPodGroup"
-	ReasonUnusableWorkload         = "UnusableWorkload"
-	ReasonUnresolvedParent         = "UnresolvedParentWorkload"
-	ReasonGroupTemplateNameIgnored = "GroupTemplateNameIgnored"
-	ReasonInvalidScheduling        = "InvalidSchedulingIntent"
-)
-
-// Gates are consulted on every call.
-type Gates struct {
-	WorkloadWithStatefulSet   func() bool
-	DRAWorkloadResourceClaims func() bool
-}
-
-// DefaultGates reads the process's feature gates.
-func DefaultGates() Gates {
-	return Gates{
-		WorkloadWithStatefulSet:   func() bool { return features.Enabled(features.WorkloadWithStatefulSet) },
-		DRAWorkloadResourceClaims: func() bool { return features.Enabled(kubefeatures.DRAWorkloadResourceClaims) },
-	}
-}
+// DefaultGates reads the process's feature gates, with WorkloadWithStatefulSet
+// as the controller's own.
+func DefaultGates() features.Gates { return features.ProcessGates(features.WorkloadWithStatefulSet) }
 
 // Options wires a Reconciler.
 type Options struct {
@@ -81,7 +57,7 @@ type Options struct {
 	Pods         corelisters.PodLister
 	Scheduling   *schedulingapi.Informers
 	Recorder     record.EventRecorder
-	Gates        Gates
+	Gates        features.Gates
 }
 
 // Reconciler resolves the scheduling objects of StatefulSets.
@@ -91,7 +67,7 @@ type Reconciler struct {
 	pods           corelisters.PodLister
 	scheduling     *schedulingapi.Informers
 	recorder       record.EventRecorder
-	gates          Gates
+	gates          features.Gates
 	workloadWrites objcache.Writes[*schedulingv1beta1.Workload]
 	podGroupWrites objcache.Writes[*schedulingv1beta1.PodGroup]
 	locks          objcache.KeyedMutex
@@ -109,12 +85,12 @@ func NewReconciler(o Options) *Reconciler {
 // IntentFor returns the StatefulSet's spec.scheduling when the gate is on
 // and it opted in; nil means "behave as upstream".
 func (r *Reconciler) IntentFor(set *appsv1.StatefulSet) *intent.SchedulingConfiguration {
-	if !r.gates.WorkloadWithStatefulSet() {
+	if !r.gates.Workload() {
 		return nil
 	}
 	cfg, err := intent.FromAnnotation(set.Annotations, intent.StatefulSetAnnotation)
 	if err != nil {
-		r.recorder.Eventf(set, corev1.EventTypeWarning, ReasonInvalidScheduling, "%v; pods are scheduled without a PodGroup", err)
+		r.recorder.Eventf(set, corev1.EventTypeWarning, events.InvalidSchedulingIntent, "%v; pods are scheduled without a PodGroup", err)
 		return nil
 	}
 	return cfg
@@ -155,7 +131,7 @@ func (r *Reconciler) Resolve(ctx context.Context, set *appsv1.StatefulSet) (*sch
 		return r.resolveDelegated(ctx, set, parent, templateName, hasPods)
 	}
 	if templateName != "" {
-		r.recorder.Eventf(set, corev1.EventTypeWarning, ReasonGroupTemplateNameIgnored,
+		r.recorder.Eventf(set, corev1.EventTypeWarning, events.GroupTemplateNameIgnored,
 			"annotation %s=%s needs a parent controller ownerReference to delegate; managing this StatefulSet's own Workload", GroupTemplateNameAnnotation, templateName)
 	}
 	return r.resolveManaged(ctx, set, cfg, hasPods)
@@ -202,12 +178,12 @@ func (r *Reconciler) resolveManaged(ctx context.Context, set *appsv1.StatefulSet
 	case 1:
 		w = ws[0]
 	default:
-		r.recorder.Eventf(set, corev1.EventTypeWarning, ReasonAmbiguousWorkload,
+		r.recorder.Eventf(set, corev1.EventTypeWarning, events.AmbiguousWorkload,
 			"%d Workloads name this StatefulSet in spec.controllerRef (%s); creating and changing nothing, pods are scheduled without a PodGroup", len(ws), names(ws))
 		return nil, nil
 	}
 	if n := len(w.Spec.PodGroupTemplates); n != 1 {
-		r.recorder.Eventf(set, corev1.EventTypeWarning, ReasonUnusableWorkload,
+		r.recorder.Eventf(set, corev1.EventTypeWarning, events.UnusableWorkload,
 			"Workload %s has %d podGroupTemplates, want exactly 1; ignoring it, pods are scheduled without a PodGroup", w.Name, n)
 		return nil, nil
 	}
@@ -231,13 +207,13 @@ func (r *Reconciler) resolveDelegated(ctx context.Context, set *appsv1.StatefulS
 		return nil, err
 	}
 	if len(ws) != 1 {
-		r.recorder.Eventf(set, corev1.EventTypeWarning, ReasonUnresolvedParent,
+		r.recorder.Eventf(set, corev1.EventTypeWarning, events.UnresolvedParentWorkload,
 			"found %d Workloads of parent %s %s (want 1); not creating a Workload of its own, pods are scheduled without a PodGroup", len(ws), parent.Kind, parent.Name)
 		return nil, nil
 	}
 	w := ws[0]
 	if FindPodGroupTemplate(w, templateName) == nil {
-		r.recorder.Eventf(set, corev1.EventTypeWarning, ReasonUnresolvedParent,
+		r.recorder.Eventf(set, corev1.EventTypeWarning, events.UnresolvedParentWorkload,
 			"parent Workload %s has no podGroupTemplate %q; pods are scheduled without a PodGroup", w.Name, templateName)
 		return nil, nil
 	}
@@ -273,17 +249,17 @@ func (r *Reconciler) resolvePodGroup(ctx context.Context, set *appsv1.StatefulSe
 		pg, err = r.client.SchedulingV1beta1().PodGroups(set.Namespace).Create(ctx, desired, metav1.CreateOptions{})
 		observeCreate("PodGroup", start, err)
 		if err != nil {
-			r.recorder.Eventf(set, corev1.EventTypeWarning, ReasonPodGroupCreationFailed, "Error creating PodGroup %s: %v", desired.Name, err)
+			r.recorder.Eventf(set, corev1.EventTypeWarning, events.WorkloadCreationFailed, "Error creating PodGroup %s: %v", desired.Name, err)
 			return nil, err
 		}
 		r.podGroupWrites.Store(types.NamespacedName{Namespace: pg.Namespace, Name: pg.Name}, pg)
-		r.recorder.Eventf(set, corev1.EventTypeNormal, ReasonPodGroupCreated, "Created PodGroup %s from template %s of Workload %s", pg.Name, template, w.Name)
+		r.recorder.Eventf(set, corev1.EventTypeNormal, events.PodGroupCreated, "Created PodGroup %s from template %s of Workload %s", pg.Name, template, w.Name)
 		crashpoint.Reached(crashpoint.StatefulSetAfterPodGroupCreate, set.Namespace)
 		return pg, nil
 	case 1:
 		pg = pgs[0]
 	default:
-		r.recorder.Eventf(set, corev1.EventTypeWarning, ReasonAmbiguousPodGroup,
+		r.recorder.Eventf(set, corev1.EventTypeWarning, events.AmbiguousPodGroup,
 			"%d PodGroups reference template %s of Workload %s; multiple PodGroups per StatefulSet are not supported, pods are scheduled without a PodGroup", len(pgs), template, w.Name)
 		return nil, nil
 	}
@@ -324,13 +300,13 @@ func (r *Reconciler) createWorkload(ctx context.Context, set *appsv1.StatefulSet
 		observeCreate("Workload", start, err)
 		if err == nil {
 			r.workloadWrites.Store(types.NamespacedName{Namespace: created.Namespace, Name: created.Name}, created)
-			r.recorder.Eventf(set, corev1.EventTypeNormal, ReasonWorkloadCreated, "Created Workload %s", created.Name)
+			r.recorder.Eventf(set, corev1.EventTypeNormal, events.WorkloadCreated, "Created Workload %s", created.Name)
 			crashpoint.Reached(crashpoint.StatefulSetAfterWorkloadCreate, set.Namespace)
 			return created, nil
 		}
 	}
 	workloadCreationErrors.Inc()
-	r.recorder.Eventf(set, corev1.EventTypeWarning, ReasonWorkloadCreationFailed, "Error creating the Workload: %v", err)
+	r.recorder.Eventf(set, corev1.EventTypeWarning, events.WorkloadCreationFailed, "Error creating the Workload: %v", err)
 	return nil, err
 }
 
