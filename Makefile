@@ -113,6 +113,10 @@ conformance: conformance-kubeconfig tools ## Vendor mode: check, then test the e
 conformance-kubeconfig:
 	@[[ -n "$(E2E_KUBECONFIG)" ]] || { echo "make conformance needs the cluster to test: make conformance KUBECONFIG=/path/to/kubeconfig (an exported KUBECONFIG is ignored on purpose)" >&2; exit 2; }
 
+.PHONY: mutation
+mutation: binaries ## Self-test of the suite: each wrong variant in hack/mutation/ against the vendor-mode suite (hours; MUTANTS='01 07' for some); kill matrix in $(ARTIFACTS)/mutation.md.
+	hack/mutation.sh
+
 .PHONY: e2e-kind
 e2e-kind: tools ## Run the suites on a kind cluster (needs Docker and kind; see hack/e2e-kind.sh).
 	hack/e2e-kind.sh

@@ -1,0 +1,285 @@
+#!/usr/bin/env bash
+# make mutation: the suite's self-test. Each hack/mutation/NN-name.patch is a
+# deliberately wrong variant of the reference implementation that breaks one
+# MUST of KEP-6276 or KEP-6277 (its header says which, and how a vendor might
+# plausibly get it wrong). For each variant this script
+#   1. applies the patch to a scratch copy of the tree (never to yours),
+#   2. builds was-controller-manager there,
+#   3. starts a local cluster whose reference add-on runs THAT binary
+#      (was-harness cluster up --addon-bin-dir),
+#   4. runs the vendor-mode suite against it, as `make conformance
+#      KUBECONFIG=...` does (the prerequisite check, then hack/e2e.sh with
+#      E2E_KUBECONFIG), with the restart and reconfigure hooks given,
+#   5. tears the cluster down and records which specs failed.
+# It prints the kill matrix (variant x specs that failed; survivors loudly)
+# and writes it to $ARTIFACTS/mutation.md. Exit status: non-zero when a patch
+# no longer applies (checked for every patch before anything runs), when a
+# variant does not build, or when a variant survives or cannot be measured.
+#
+#   MUTANTS='01 07'        run only these variants (by number or full name)
+#   LABEL_FILTER=...       passed through to the suite ('!Disruptive' is added
+#                          as in vendor mode unless Disruptive specs are allowed)
+#   MUTATION_DISRUPTIVE=   auto (default): allow Disruptive specs, through the
+#                          hooks, only for variants whose header says
+#                          "Seen-by: Disruptive"; 1: for every variant; 0: never
+#   MUTATION_FAIL_FAST=1   stop each variant's suite at its first failed spec
+#                          (faster, but the matrix then shows one killer each)
+#   MUTATION_LOCK=FILE     run each variant's cluster and suite under
+#                          `flock FILE` (a machine shared with other e2e runs)
+#   MUTATION_SOURCE=       worktree (default: tracked and untracked files as
+#                          they are now) or head (git archive HEAD)
+#   MUTATION_WORK=DIR      scratch directory (default: a new one under /tmp,
+#                          removed at the end unless MUTATION_KEEP=1)
+#   extra arguments        go to the suite binary, e.g. --ginkgo.focus='D-I3'
+#
+# `hack/mutation.sh refresh` rewrites, in hack/mutation/, the patches that no
+# longer apply as they are but still merge cleanly (git apply -3) into the
+# current tree, and names the ones that conflict; review the diff.
+#
+# Per-variant artifacts: $ARTIFACTS/mutation/NN-name/ (outcome, build.log,
+# check.log, e2e.log, junit_e2e.xml, the mutant cluster's logs).
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+ARTIFACTS=${ARTIFACTS:-$ROOT/_artifacts}
+OUTPUT_DIR=${OUTPUT_DIR:-$ROOT/_output}
+KUBE_VERSION=${KUBE_VERSION:-$(hack/versions.sh kube)}
+MUTANTS=${MUTANTS:-}
+LABEL_FILTER=${LABEL_FILTER:-}
+MUTATION_DISRUPTIVE=${MUTATION_DISRUPTIVE:-auto}
+MUTATION_FAIL_FAST=${MUTATION_FAIL_FAST:-}
+MUTATION_LOCK=${MUTATION_LOCK:-}
+MUTATION_SOURCE=${MUTATION_SOURCE:-worktree}
+MUTATION_KEEP=${MUTATION_KEEP:-}
+PATCH_DIR=$ROOT/hack/mutation
+RESULTS=$ARTIFACTS/mutation
+export GOFLAGS="${GOFLAGS:-} -buildvcs=false"
+log() { printf '[mutation %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { printf '[mutation] ERROR: %s\n' "$*" >&2; exit 1; }
+
+case $MUTATION_DISRUPTIVE in auto | 0 | 1) ;; *) die "MUTATION_DISRUPTIVE=$MUTATION_DISRUPTIVE: want auto, 0 or 1" ;; esac
+case $MUTATION_SOURCE in worktree | head) ;; *) die "MUTATION_SOURCE=$MUTATION_SOURCE: want worktree or head" ;; esac
+
+# snapshot DIR: the source tree as a throw-away git repository, so a patch is
+# applied, built and undone there with git, never in the shared tree. Its
+# objects borrow this repository's, so `git apply -3` finds a patch's base.
+snapshot() {
+  local dir=$1
+  mkdir -p "$dir"
+  if [[ $MUTATION_SOURCE == head ]]; then
+    git archive HEAD | tar -x -C "$dir"
+  else
+    # Tracked and untracked files, not ignored ones, as they are on disk now;
+    # a stray executable (`go build` at the root) is not source.
+    git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' f; do
+      [[ -f $f && ! -L $f ]] || { [[ -L $f ]] && printf '%s\0' "$f"; continue; }
+      [[ $(LC_ALL=C head -c 4 "$f" | od -An -tx1 | tr -d ' \n') == 7f454c46 ]] && continue
+      printf '%s\0' "$f"
+    done | tar --null -T - -cf - | tar -x -C "$dir"
+  fi
+  git -C "$dir" init -q
+  echo "$ROOT/.git/objects" >"$dir/.git/objects/info/alternates"
+  git -C "$dir" add -A
+  git -C "$dir" -c user.name=mutation -c user.email=mutation@localhost commit -q -m "snapshot of $ROOT ($MUTATION_SOURCE)"
+}
+
+# reset DIR: back to the snapshot (a scratch repository: --hard is safe).
+reset() { git -C "$1" reset -q --hard && git -C "$1" clean -fdq; }
+
+patches=()
+for p in "$PATCH_DIR"/[0-9][0-9]-*.patch; do patches+=("$p"); done
+((${#patches[@]})) || die "no patches in $PATCH_DIR"
+
+if [[ ${1:-} == refresh ]]; then
+  work=$(mktemp -d /tmp/was-mutation-refresh.XXXXXX)
+  trap 'rm -rf "$work"' EXIT
+  snapshot "$work/src"
+  conflicts=()
+  for p in "${patches[@]}"; do
+    name=$(basename "$p" .patch)
+    git -C "$work/src" apply --check "$p" 2>/dev/null && continue
+    if git -C "$work/src" apply -3 "$p" >/dev/null 2>&1 && ! git -C "$work/src" diff --quiet HEAD; then
+      { sed -n '/^diff --git /q;p' "$p"; git -C "$work/src" diff HEAD; } >"$p.new" && mv "$p.new" "$p"
+      log "refreshed $name"
+    else
+      conflicts+=("$name")
+    fi
+    reset "$work/src"
+  done
+  ((${#conflicts[@]} == 0)) || die "these variants conflict with the current tree; redo them by hand: ${conflicts[*]}"
+  exit 0
+fi
+
+# --- selection ---
+selected=()
+for p in "${patches[@]}"; do
+  name=$(basename "$p" .patch)
+  if [[ -z $MUTANTS ]]; then selected+=("$p"); continue; fi
+  for m in $MUTANTS; do
+    if [[ $name == "$m" || $name == "$m"-* ]]; then selected+=("$p"); break; fi
+  done
+done
+((${#selected[@]})) || die "MUTANTS='$MUTANTS' names no patch in $PATCH_DIR"
+
+[[ -x $OUTPUT_DIR/bin/kube/$KUBE_VERSION/kube-apiserver ]] ||
+  die "no control-plane binaries in $OUTPUT_DIR/bin/kube/$KUBE_VERSION: run make binaries first"
+
+WORK=${MUTATION_WORK:-$(mktemp -d /tmp/was-mutation.XXXXXX)}
+mkdir -p "$WORK"
+cluster_dir=""
+cleanup() {
+  [[ -n $cluster_dir ]] && "$WORK/output/bin/was-harness" cluster down --dir "$cluster_dir" >/dev/null 2>&1 || true
+  [[ -n ${MUTATION_WORK:-} || $MUTATION_KEEP == 1 ]] || rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# --- 1. every patch must apply to the current tree ---
+log "snapshot of the tree ($MUTATION_SOURCE) in $WORK/src"
+rm -rf "$WORK/src"
+snapshot "$WORK/src"
+stale=()
+for p in "${patches[@]}"; do
+  if ! out=$(git -C "$WORK/src" apply --check "$p" 2>&1); then
+    stale+=("$(basename "$p")")
+    printf '[mutation] PATCH DOES NOT APPLY: %s\n%s\n' "$(basename "$p")" "$out" >&2
+  fi
+done
+((${#stale[@]} == 0)) || die "${#stale[@]} of ${#patches[@]} patches no longer apply to the tree: ${stale[*]}
+  Each variant must keep breaking its rule in the current code: try \`hack/mutation.sh refresh\`, or redo the patch by hand."
+log "all ${#patches[@]} patches apply; ${#selected[@]} selected: $(for p in "${selected[@]}"; do basename "$p" .patch; done | tr '\n' ' ')"
+
+# --- 2. build the tools once and every selected variant ---
+rm -rf "$RESULTS"
+mkdir -p "$RESULTS" "$WORK/output/bin"
+log "building was-harness and testplan-report from the snapshot"
+(cd "$WORK/src" && go build -o "$WORK/output/bin/" ./cmd/was-harness ./cmd/testplan-report)
+ln -sfn "$OUTPUT_DIR/bin/kube" "$WORK/output/bin/kube"
+[[ -e $OUTPUT_DIR/bin/tools ]] && ln -sfn "$OUTPUT_DIR/bin/tools" "$WORK/output/bin/tools"
+HARNESS=$WORK/output/bin/was-harness
+
+broken=()
+for p in "${selected[@]}"; do
+  name=$(basename "$p" .patch)
+  vdir=$RESULTS/$name
+  mkdir -p "$vdir" "$WORK/variants/$name/bin"
+  git -C "$WORK/src" apply "$p"
+  log "building variant $name"
+  if (cd "$WORK/src" && go build -o "$WORK/variants/$name/bin/was-controller-manager" ./controllers/cmd/was-controller-manager) >"$vdir/build.log" 2>&1; then
+    # The descriptor and its manifests as the variant has them.
+    cp -r "$WORK/src/controllers/config" "$WORK/variants/$name/config"
+  else
+    printf 'build-failed\n%s\n' "$(head -n 5 "$vdir/build.log")" >"$vdir/outcome"
+    broken+=("$name")
+    printf '[mutation] VARIANT DOES NOT BUILD: %s\n' "$name" >&2
+    cat "$vdir/build.log" >&2
+  fi
+  reset "$WORK/src"
+done
+((${#broken[@]} == 0)) || die "${#broken[@]} variants do not build: ${broken[*]}"
+
+# --- 3-5. one cluster and one suite run per variant ---
+
+# Hooks a vendor would give for its own cluster; ours drive the mutant
+# cluster with was-harness. The suite runs them as `sh -c "$CMD" sh ARGS...`.
+write_hooks() {
+  local dir=$1 cdir=$2
+  mkdir -p "$dir"
+  cat >"$dir/controller-restart.sh" <<EOF
+#!/usr/bin/env bash
+# CONTROLLER_RESTART_COMMAND: stop (idle: no controllers) or start the implementation's controllers.
+set -euo pipefail
+case \$1 in
+  stop) exec "$HARNESS" cluster restart --dir "$cdir" --component was-controller-manager --arg controllers= ;;
+  start) exec "$HARNESS" cluster restart --dir "$cdir" --component was-controller-manager --reset ;;
+  *) echo "controller-restart: want stop or start, got \$1" >&2; exit 2 ;;
+esac
+EOF
+  cat >"$dir/reconfigure.sh" <<EOF
+#!/usr/bin/env bash
+# RECONFIGURE_COMMAND: restart component \$1 with feature gates \$2 and runtime-config \$3 merged over its own.
+set -euo pipefail
+args=(cluster restart --dir "$cdir" --component "\$1")
+[[ -n \${2:-} ]] && args+=(--feature-gates "\$2")
+[[ -n \${3:-} ]] && args+=(--runtime-config "\$3")
+exec "$HARNESS" "\${args[@]}"
+EOF
+  chmod +x "$dir/controller-restart.sh" "$dir/reconfigure.sh"
+}
+
+# run_variant NAME: cluster up, check, suite, cluster down; writes the outcome.
+run_variant() {
+  local name=$1 vdir=$RESULTS/$1 vwork=$WORK/variants/$1
+  local patch=$PATCH_DIR/$name.patch
+  cluster_dir=$vwork/cluster
+  local disruptive=$MUTATION_DISRUPTIVE
+  if [[ $disruptive == auto ]]; then
+    disruptive=0
+    grep -q '^# Seen-by:.*Disruptive' "$patch" && disruptive=1
+  fi
+  write_hooks "$vwork/hooks" "$cluster_dir"
+
+  log "[$name] starting a cluster whose add-on runs the variant's was-controller-manager"
+  if ! "$HARNESS" cluster up --dir "$cluster_dir" --output-dir "$OUTPUT_DIR" --kube-version "$KUBE_VERSION" \
+    --addon "$vwork/config/localcluster-addon.yaml" --addon-bin-dir "$vwork/bin" >"$vdir/cluster-up.log" 2>&1; then
+    printf 'cluster-failed\n%s\n' "$(tail -n 3 "$vdir/cluster-up.log")" >"$vdir/outcome"
+    log "[$name] the cluster did not start (see $vdir/cluster-up.log)"
+    "$HARNESS" cluster down --dir "$cluster_dir" >/dev/null 2>&1 || true
+    cp -r "$cluster_dir/logs" "$vdir/cluster-logs" 2>/dev/null || true
+    cluster_dir=""
+    return 0
+  fi
+  local kubeconfig=$cluster_dir/kubeconfig
+
+  log "[$name] prerequisite check (was-harness conformance --check-only)"
+  if ! "$HARNESS" conformance --check-only --kubeconfig "$kubeconfig" --artifacts "$vdir" >"$vdir/check.log" 2>&1; then
+    printf 'check-failed\n%s\n' "$(grep -v '^\s*$' "$vdir/check.log" | tail -n 1)" >"$vdir/outcome"
+    log "[$name] killed by the prerequisite check (see $vdir/check.log)"
+  else
+    local filter=$LABEL_FILTER
+    local allow=""
+    [[ $disruptive == 1 ]] && allow=1
+    local suite_args=("$@")
+    [[ $MUTATION_FAIL_FAST == 1 ]] && suite_args+=(--ginkgo.fail-fast)
+    log "[$name] running the vendor-mode suite (Disruptive specs through the hooks: $([[ $allow == 1 ]] && echo yes || echo no))"
+    local rc=0
+    (cd "$WORK/src" && env E2E_KUBECONFIG="$kubeconfig" ARTIFACTS="$vdir" OUTPUT_DIR="$WORK/output" \
+      E2E_BINARY="$WORK/output/bin/e2e.test" LABEL_FILTER="$filter" ALLOW_DISRUPTIVE="$allow" UNIT_JSON= \
+      CONTROLLER_RESTART_COMMAND="$vwork/hooks/controller-restart.sh \"\$1\"" \
+      RECONFIGURE_COMMAND="$vwork/hooks/reconfigure.sh \"\$1\" \"\$2\" \"\$3\"" \
+      hack/e2e.sh "${suite_args[@]}") >"$vdir/run.log" 2>&1 || rc=$?
+    # What hack/e2e.sh ended up filtering on (it adds !Disruptive in vendor mode).
+    sed -n 's/.*label filter: //p' "$vdir/run.log" | tail -n 1 >"$vdir/label-filter"
+    printf 'ran %d\n' "$rc" >"$vdir/outcome"
+    log "[$name] suite exited $rc ($(grep -c '<failure' "$vdir/junit_e2e.xml" 2>/dev/null || true) failed specs)"
+  fi
+  "$HARNESS" cluster down --dir "$cluster_dir" >"$vdir/cluster-down.log" 2>&1 || true
+  cp -r "$cluster_dir/logs" "$vdir/cluster-logs" 2>/dev/null || true
+  cluster_dir=""
+}
+
+t0=$SECONDS
+i=0
+for p in "${selected[@]}"; do
+  name=$(basename "$p" .patch)
+  i=$((i + 1))
+  log "variant $i/${#selected[@]}: $name"
+  if [[ -n $MUTATION_LOCK ]]; then
+    # Held for this variant only, and closed in what it starts (-o), so a
+    # cluster process never keeps it.
+    exec {lockfd}>"$MUTATION_LOCK"
+    log "[$name] waiting for $MUTATION_LOCK"
+    flock "$lockfd"
+    run_variant "$name" "$@" {lockfd}>&-
+    flock -u "$lockfd"
+    exec {lockfd}>&-
+  else
+    run_variant "$name" "$@"
+  fi
+done
+log "ran ${#selected[@]} variants in $((SECONDS - t0))s"
+
+rc=0
+(cd "$WORK/src" && go run ./hack/mutation/killmatrix --patches "$PATCH_DIR" --results "$RESULTS" --out "$ARTIFACTS/mutation.md") || rc=$?
+log "kill matrix: $ARTIFACTS/mutation.md; per-variant logs in $RESULTS/"
+exit "$rc"

@@ -1,0 +1,287 @@
+// Command killmatrix prints the kill matrix of `make mutation`: for each
+// deliberately wrong variant of the reference implementation
+// (hack/mutation/NN-name.patch), the specs of the vendor-mode suite that
+// failed against it. A variant no spec failed against SURVIVED: the suite
+// cannot tell that implementation from a correct one.
+//
+//	killmatrix --patches hack/mutation --results DIR [--out FILE]
+//
+// DIR holds one directory per variant run, named like its patch without
+// ".patch", with the files hack/mutation.sh writes there:
+//
+//	outcome          first line: ran <exit code> | check-failed | not-applied |
+//	                 build-failed | cluster-failed; further lines: details
+//	junit_e2e.xml    the suite's JUnit report (outcome "ran")
+//	label-filter     the effective label filter of the run
+//
+// The matrix goes to stdout and, with --out, to FILE (Markdown). The exit
+// code is 1 when a variant survived or could not be measured (its patch did
+// not apply, it did not build, its cluster did not start, or the suite
+// failed without a failing spec), 0 when every variant run was killed.
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/workload-aware/apps-harness/testplan"
+)
+
+func main() {
+	patches := flag.String("patches", "hack/mutation", "directory of the NN-name.patch variants")
+	results := flag.String("results", "", "directory with one NN-name/ directory per variant run")
+	out := flag.String("out", "", "also write the matrix (Markdown) to this file")
+	flag.Parse()
+	if *results == "" {
+		fmt.Fprintln(os.Stderr, "killmatrix: --results is required")
+		os.Exit(2)
+	}
+	rows, err := collect(*patches, *results)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "killmatrix: %v\n", err)
+		os.Exit(2)
+	}
+	var b strings.Builder
+	render(&b, rows)
+	fmt.Print(b.String())
+	if *out != "" {
+		if err := os.WriteFile(*out, []byte(b.String()), 0o644); err != nil {
+			fmt.Fprintf(os.Stderr, "killmatrix: %v\n", err)
+			os.Exit(2)
+		}
+	}
+	if failed(rows) {
+		os.Exit(1)
+	}
+}
+
+// Verdict is what a variant's run says about the suite.
+type Verdict string
+
+const (
+	// Killed: at least one spec (or the prerequisite check) failed.
+	Killed Verdict = "killed"
+	// Survived: the suite passed against the wrong implementation.
+	Survived Verdict = "SURVIVED"
+	// Unmeasured: the run says nothing (patch, build, cluster or suite error).
+	Unmeasured Verdict = "NOT MEASURED"
+)
+
+// Variant is what a patch's header says about it.
+type Variant struct {
+	Name   string // NN-name
+	Rule   string // the "# Rule" paragraph, joined
+	Mutant string // the "# Mutant" paragraph: how the variant gets it wrong
+	Area   string
+	// SeenBy names what can see the variant when not every spec can, e.g.
+	// "Disruptive (needs the vendor reconfigure hook)".
+	SeenBy string
+}
+
+// Row is one variant's line of the matrix.
+type Row struct {
+	Variant
+	Verdict Verdict
+	// Why explains an Unmeasured verdict, or names the check that killed it.
+	Why string
+	// Failed are the failed specs, as the report names them, with their ids.
+	Failed      []string
+	LabelFilter string
+}
+
+// collect reads every variant that has a result directory, in patch order.
+func collect(patchDir, resultDir string) ([]Row, error) {
+	paths, err := filepath.Glob(filepath.Join(patchDir, "*.patch"))
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(paths)
+	var rows []Row
+	for _, p := range paths {
+		v, err := readVariant(p)
+		if err != nil {
+			return nil, err
+		}
+		dir := filepath.Join(resultDir, v.Name)
+		if _, err := os.Stat(filepath.Join(dir, "outcome")); errors.Is(err, fs.ErrNotExist) {
+			continue // not selected in this run
+		}
+		row, err := readRow(v, dir)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// readVariant parses the "# Key: value" header lines in front of the diff;
+// an indented "#   ..." line continues the previous key.
+func readVariant(path string) (Variant, error) {
+	v := Variant{Name: strings.TrimSuffix(filepath.Base(path), ".patch")}
+	f, err := os.Open(path)
+	if err != nil {
+		return v, err
+	}
+	defer f.Close()
+	var last *string
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		line := s.Text()
+		if !strings.HasPrefix(line, "#") {
+			break
+		}
+		text := strings.TrimPrefix(line, "#")
+		if strings.HasPrefix(text, "   ") && last != nil {
+			*last += " " + strings.TrimSpace(text)
+			continue
+		}
+		key, value, _ := strings.Cut(strings.TrimSpace(text), ":")
+		value = strings.TrimSpace(value)
+		switch {
+		case strings.HasPrefix(key, "Rule"):
+			v.Rule, last = strings.TrimSpace(strings.TrimPrefix(key, "Rule"))+": "+value, &v.Rule
+		case key == "Mutant":
+			v.Mutant, last = value, &v.Mutant
+		case key == "Area":
+			v.Area, last = value, &v.Area
+		case key == "Seen-by":
+			v.SeenBy, last = value, &v.SeenBy
+		default:
+			last = nil
+		}
+	}
+	if err := s.Err(); err != nil {
+		return v, err
+	}
+	if v.Rule == "" || v.Mutant == "" || v.Area == "" {
+		return v, fmt.Errorf("%s: the header must say which KEP rule the variant breaks (# Rule ...:), how (# Mutant:) and its # Area:", path)
+	}
+	return v, nil
+}
+
+func readRow(v Variant, dir string) (Row, error) {
+	row := Row{Variant: v}
+	data, err := os.ReadFile(filepath.Join(dir, "outcome"))
+	if err != nil {
+		return row, err
+	}
+	if lf, err := os.ReadFile(filepath.Join(dir, "label-filter")); err == nil {
+		row.LabelFilter = strings.TrimSpace(string(lf))
+	}
+	first, details, _ := strings.Cut(strings.TrimSpace(string(data)), "\n")
+	details = strings.TrimSpace(details)
+	word, code, _ := strings.Cut(first, " ")
+	switch word {
+	case "check-failed":
+		row.Verdict, row.Why = Killed, "the prerequisite check (was-harness conformance --check-only)"
+		if details != "" {
+			row.Why += ": " + firstLine(details)
+		}
+		row.Failed = []string{row.Why}
+		return row, nil
+	case "ran":
+	default:
+		row.Verdict, row.Why = Unmeasured, word
+		if details != "" {
+			row.Why += ": " + firstLine(details)
+		}
+		return row, nil
+	}
+	results, err := testplan.ReadJUnit(filepath.Join(dir, "junit_e2e.xml"))
+	if err != nil {
+		row.Verdict, row.Why = Unmeasured, fmt.Sprintf("the suite exited %s and left no readable JUnit report: %v", code, err)
+		return row, nil
+	}
+	for _, r := range results {
+		if r.Status != testplan.StatusFail {
+			continue
+		}
+		name := r.DisplayName()
+		if len(r.IDs) > 0 {
+			name += " [" + strings.Join(r.IDs, ", ") + "]"
+		}
+		row.Failed = append(row.Failed, name)
+	}
+	switch {
+	case len(row.Failed) > 0:
+		row.Verdict = Killed
+	case code == "0":
+		row.Verdict = Survived
+	default:
+		row.Verdict, row.Why = Unmeasured, fmt.Sprintf("the suite exited %s but no spec failed (timeout or interrupt? see e2e.log)", code)
+	}
+	return row, nil
+}
+
+func firstLine(s string) string {
+	l, _, _ := strings.Cut(s, "\n")
+	return l
+}
+
+func failed(rows []Row) bool {
+	return slices.ContainsFunc(rows, func(r Row) bool { return r.Verdict != Killed })
+}
+
+// render writes the matrix: a summary line, one table row per variant (the
+// killing specs in it), then the survivors and unmeasured variants again,
+// loudly, with the rule each one breaks.
+func render(w io.Writer, rows []Row) {
+	count := map[Verdict]int{}
+	for _, r := range rows {
+		count[r.Verdict]++
+	}
+	fmt.Fprintf(w, "# Mutation kill matrix\n\n")
+	fmt.Fprintf(w, "%d variants run: %d killed, %d SURVIVED, %d not measured.\n\n", len(rows), count[Killed], count[Survived], count[Unmeasured])
+	fmt.Fprintf(w, "| Variant | Area | Verdict | Specs that failed against it |\n|---|---|---|---|\n")
+	for _, r := range rows {
+		verdict := string(r.Verdict)
+		if r.Verdict == Killed {
+			verdict = fmt.Sprintf("killed (%d)", len(r.Failed))
+		} else {
+			verdict = "**" + verdict + "**"
+		}
+		specs := strings.Join(r.Failed, "<br>")
+		if r.Verdict != Killed {
+			specs = r.Why
+			if r.Verdict == Survived {
+				specs = "none"
+				if r.SeenBy != "" {
+					specs += " (only " + r.SeenBy + " can see it)"
+				}
+			}
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", r.Name, cell(r.Area), verdict, cell(specs))
+	}
+	for _, r := range rows {
+		if r.Verdict == Killed {
+			continue
+		}
+		fmt.Fprintf(w, "\n!!! %s %s\n    rule: %s\n    mutant: %s\n", r.Verdict, r.Name, r.Rule, r.Mutant)
+		if r.Verdict == Survived {
+			fmt.Fprintf(w, "    label filter: %s\n", orNone(r.LabelFilter))
+			if r.SeenBy != "" {
+				fmt.Fprintf(w, "    only %s can see it\n", r.SeenBy)
+			}
+		} else {
+			fmt.Fprintf(w, "    why: %s\n", r.Why)
+		}
+	}
+}
+
+func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none: every spec)"
+	}
+	return s
+}

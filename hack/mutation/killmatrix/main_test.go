@@ -1,0 +1,141 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const header = `# Rule (KEP-6276, Scaling): the quorum is raised
+#   before pods are created.
+# Mutant: raised afterwards.
+# Area: ordering
+`
+
+const diff = `diff --git a/x.go b/x.go
+--- a/x.go
++++ b/x.go
+@@ -1 +1 @@
+-a
++b
+`
+
+const junit = `<?xml version="1.0" encoding="UTF-8"?>
+<testsuites tests="2" disabled="0" errors="0" failures="1" time="1">
+  <testsuite name="WAS" package="/x" tests="2" disabled="0" skipped="0" errors="0" failures="1" time="1" timestamp="2026-12-01T00:00:00">
+    <properties><property name="SuiteLabels" value="[]"></property><property name="LabelFilter" value=""></property></properties>
+    <testcase name="[It] raises the quorum before pods [KEP-6276, D-I3]" classname="WAS" status="failed" time="1">
+      <failure message="pod created first" type="failed">pod created first</failure>
+    </testcase>
+    <testcase name="[It] compiles the Workload [KEP-6276, D-I1]" classname="WAS" status="passed" time="1"></testcase>
+  </testsuite>
+</testsuites>
+`
+
+const passing = `<?xml version="1.0" encoding="UTF-8"?>
+<testsuites tests="1" disabled="0" errors="0" failures="0" time="1">
+  <testsuite name="WAS" package="/x" tests="1" disabled="0" skipped="0" errors="0" failures="0" time="1" timestamp="2026-12-01T00:00:00">
+    <properties><property name="SuiteLabels" value="[]"></property></properties>
+    <testcase name="[It] compiles the Workload [KEP-6276, D-I1]" classname="WAS" status="passed" time="1"></testcase>
+  </testsuite>
+</testsuites>
+`
+
+func write(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMatrix(t *testing.T) {
+	patches, results := t.TempDir(), t.TempDir()
+	for _, name := range []string{"01-killed", "02-survivor", "03-no-apply", "04-check", "05-timeout", "06-not-selected"} {
+		h := header
+		if name == "02-survivor" {
+			h += "# Seen-by: Disruptive (needs the vendor reconfigure hook)\n"
+		}
+		write(t, filepath.Join(patches, name+".patch"), h+diff)
+	}
+	write(t, filepath.Join(results, "01-killed", "outcome"), "ran 1\n")
+	write(t, filepath.Join(results, "01-killed", "junit_e2e.xml"), junit)
+	write(t, filepath.Join(results, "02-survivor", "outcome"), "ran 0\n")
+	write(t, filepath.Join(results, "02-survivor", "junit_e2e.xml"), passing)
+	write(t, filepath.Join(results, "02-survivor", "label-filter"), "!Disruptive\n")
+	write(t, filepath.Join(results, "03-no-apply", "outcome"), "not-applied\nerror: patch failed: x.go:1\n")
+	write(t, filepath.Join(results, "04-check", "outcome"), "check-failed\nno Workload within 30s\n")
+	write(t, filepath.Join(results, "05-timeout", "outcome"), "ran 1\n")
+	write(t, filepath.Join(results, "05-timeout", "junit_e2e.xml"), passing)
+
+	rows, err := collect(patches, results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Verdict{"01-killed": Killed, "02-survivor": Survived, "03-no-apply": Unmeasured, "04-check": Killed, "05-timeout": Unmeasured}
+	if len(rows) != len(want) {
+		t.Fatalf("got %d rows, want %d (06 was not run)", len(rows), len(want))
+	}
+	for _, r := range rows {
+		if r.Verdict != want[r.Name] {
+			t.Errorf("%s: verdict %s, want %s", r.Name, r.Verdict, want[r.Name])
+		}
+	}
+	if got := rows[0].Failed; len(got) != 1 || got[0] != "raises the quorum before pods [D-I3]" {
+		t.Errorf("01 failed specs: %q", got)
+	}
+	if rows[0].Rule != "(KEP-6276, Scaling): the quorum is raised before pods are created." {
+		t.Errorf("rule: %q", rows[0].Rule)
+	}
+	if !failed(rows) {
+		t.Error("a survivor must fail the run")
+	}
+	if failed(rows[:1]) {
+		t.Error("only killed variants must pass the run")
+	}
+
+	var b strings.Builder
+	render(&b, rows)
+	out := b.String()
+	for _, s := range []string{
+		"5 variants run: 2 killed, 1 SURVIVED, 2 not measured.",
+		"| 01-killed | ordering | killed (1) | raises the quorum before pods [D-I3] |",
+		"| 02-survivor | ordering | **SURVIVED** | none (only Disruptive (needs the vendor reconfigure hook) can see it) |",
+		"!!! SURVIVED 02-survivor",
+		"label filter: !Disruptive",
+		"!!! NOT MEASURED 03-no-apply",
+		"why: not-applied: error: patch failed: x.go:1",
+		"the prerequisite check",
+	} {
+		if !strings.Contains(out, s) {
+			t.Errorf("matrix lacks %q:\n%s", s, out)
+		}
+	}
+}
+
+func TestHeaderRequired(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "01-bare.patch"), diff)
+	if _, err := readVariant(filepath.Join(dir, "01-bare.patch")); err == nil {
+		t.Error("a patch without a header was accepted")
+	}
+}
+
+// TestPatchHeaders keeps every real variant's header complete.
+func TestPatchHeaders(t *testing.T) {
+	paths, err := filepath.Glob("../*.patch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) < 25 {
+		t.Errorf("%d variants in hack/mutation, want at least 25", len(paths))
+	}
+	for _, p := range paths {
+		if _, err := readVariant(p); err != nil {
+			t.Error(err)
+		}
+	}
+}
