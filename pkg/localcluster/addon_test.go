@@ -1,7 +1,11 @@
 package localcluster
 
 import (
+	"crypto/x509"
 	"encoding/base64"
+	"encoding/pem"
+	"maps"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +13,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/workload-aware/apps-harness/api/cluster"
 )
@@ -61,7 +66,7 @@ func TestAddonComponentsStartAfterTheControlPlaneWithTheirOwnFlags(t *testing.T)
 	}
 	hook := argsOf(t, c, "addon-hook")
 	want := []string{"--kubeconfig=" + c.paths.kubeconfig("addon-hook"), "--bind=127.0.0.1:10290", "--serve=127.0.0.1:10291",
-		"--cert=" + c.paths.crt("addon-hook"), "--key=" + c.paths.key("addon-hook"), "--controllers="}
+		"--cert=" + c.paths.crt("addon-hook-serving"), "--key=" + c.paths.key("addon-hook-serving"), "--controllers="}
 	if !slices.Equal(hook, want) {
 		t.Errorf("addon-hook args\n %v\nwant\n %v", hook, want)
 	}
@@ -180,5 +185,37 @@ func TestTheReferenceDescriptorLoads(t *testing.T) {
 	cfg.Addons = []Addon{a}
 	if err := cfg.Validate(); err != nil {
 		t.Error(err)
+	}
+}
+
+// The webhook's serving certificate and its client certificate are two
+// files: the apiserver must find 127.0.0.1 in the one the webhook serves.
+func TestAddonServingAndClientCertificatesAreApart(t *testing.T) {
+	c := testClusterWithAddon(t)
+	if err := os.MkdirAll(c.paths.pki, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.writePKI(); err != nil {
+		t.Fatal(err)
+	}
+	certFile := flagValue(argsOf(t, c, "addon-hook"), "cert")
+	data, err := os.ReadFile(certFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(data)
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cert.IPAddresses) != 1 || !cert.IPAddresses[0].Equal(net.ParseIP("127.0.0.1")) || !slices.Contains(cert.ExtKeyUsage, x509.ExtKeyUsageServerAuth) {
+		t.Errorf("%s: IPs %v, usages %v; want a serving certificate for 127.0.0.1", certFile, cert.IPAddresses, cert.ExtKeyUsage)
+	}
+	kc, err := clientcmd.LoadFromFile(c.paths.kubeconfig("addon-hook"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := kc.AuthInfos["addon"]; !ok {
+		t.Errorf("addon-hook's kubeconfig users %v, want its User %q", slices.Collect(maps.Keys(kc.AuthInfos)), "addon")
 	}
 }

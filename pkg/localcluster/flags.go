@@ -122,7 +122,7 @@ func (c *Cluster) addonFlags(name Component) ([]arg, error) {
 	v := vars{"KUBECONFIG": c.paths.kubeconfig(name), "PORT": fmt.Sprint(c.ports.of(name))}
 	if ac.Serves != "" {
 		v["SERVING_PORT"] = fmt.Sprint(c.ports.serving(name))
-		v["TLS_CERT_FILE"], v["TLS_PRIVATE_KEY_FILE"] = c.paths.crt(string(name)), c.paths.key(string(name))
+		v["TLS_CERT_FILE"], v["TLS_PRIVATE_KEY_FILE"] = c.paths.crt(servingCertName(name)), c.paths.key(servingCertName(name))
 	}
 	out := make([]arg, 0, len(ac.Args))
 	for _, s := range ac.Args {

@@ -125,6 +125,10 @@ func writeKubeconfig(path, name, server string, ca *pki.CA, kp *pki.KeyPair) err
 	return clientcmd.WriteToFile(*cfg, path)
 }
 
+// servingCertName names a component's serving certificate in the PKI
+// directory, apart from its client certificate (named after the component).
+func servingCertName(name Component) string { return string(name) + "-serving" }
+
 // writeAddonServingCerts issues the serving certificate of each add-on
 // component that serves a webhook: the apiserver calls it on loopback.
 func (c *Cluster) writeAddonServingCerts(ca *pki.CA) error {
@@ -137,7 +141,7 @@ func (c *Cluster) writeAddonServingCerts(ca *pki.CA) error {
 			if err != nil {
 				return err
 			}
-			if _, _, err := kp.Write(c.paths.pki, string(ac.Name)); err != nil {
+			if _, _, err := kp.Write(c.paths.pki, servingCertName(ac.Name)); err != nil {
 				return err
 			}
 		}
