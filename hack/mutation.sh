@@ -22,6 +22,8 @@
 #   MUTATION_DISRUPTIVE=   auto (default): allow Disruptive specs, through the
 #                          hooks, only for variants whose header says
 #                          "Seen-by: Disruptive"; 1: for every variant; 0: never
+#   MUTATION_BUILD_ONLY=1  stop after checking every patch and building the
+#                          selected variants (minutes, no cluster)
 #   MUTATION_FAIL_FAST=1   stop each variant's suite at its first failed spec
 #                          (faster, but the matrix then shows one killer each)
 #   MUTATION_LOCK=FILE     run each variant's cluster and suite under
@@ -48,6 +50,7 @@ MUTANTS=${MUTANTS:-}
 LABEL_FILTER=${LABEL_FILTER:-}
 MUTATION_DISRUPTIVE=${MUTATION_DISRUPTIVE:-auto}
 MUTATION_FAIL_FAST=${MUTATION_FAIL_FAST:-}
+MUTATION_BUILD_ONLY=${MUTATION_BUILD_ONLY:-}
 MUTATION_LOCK=${MUTATION_LOCK:-}
 MUTATION_SOURCE=${MUTATION_SOURCE:-worktree}
 MUTATION_KEEP=${MUTATION_KEEP:-}
@@ -157,6 +160,10 @@ log "building was-harness and testplan-report from the snapshot"
 ln -sfn "$OUTPUT_DIR/bin/kube" "$WORK/output/bin/kube"
 [[ -e $OUTPUT_DIR/bin/tools ]] && ln -sfn "$OUTPUT_DIR/bin/tools" "$WORK/output/bin/tools"
 HARNESS=$WORK/output/bin/was-harness
+# The suite does not change from one variant to the next: compiled once here
+# (hack/e2e.sh compiles it again per run, from the cache).
+log "compiling the suite from the snapshot"
+(cd "$WORK/src" && go test -c -tags e2e -o "$WORK/output/bin/e2e.test" ./suites/e2e)
 
 broken=()
 for p in "${selected[@]}"; do
@@ -177,6 +184,10 @@ for p in "${selected[@]}"; do
   reset "$WORK/src"
 done
 ((${#broken[@]} == 0)) || die "${#broken[@]} variants do not build: ${broken[*]}"
+if [[ $MUTATION_BUILD_ONLY == 1 ]]; then
+  log "MUTATION_BUILD_ONLY=1: all ${#patches[@]} patches apply and the ${#selected[@]} selected variants build; no cluster started"
+  exit 0
+fi
 
 # --- 3-5. one cluster and one suite run per variant ---
 
