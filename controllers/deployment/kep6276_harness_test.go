@@ -1,66 +1,50 @@
 package deployment
 
-// Shared fixtures of the KEP-6276 unit tests (kep6276_*_test.go). Every
-// identifier carries the kt prefix so other test files of the package cannot
-// collide with them.
+// Shared fixtures of the KEP-6276 unit tests (kep6276_*_test.go): a
+// Reconciler wired over a fake API (controllers/internal/fakeapi), and the
+// Deployment-side objects. Every identifier carries the kt prefix so other
+// test files of the package cannot collide with them.
 
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
-	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/kubernetes/pkg/controller"
 	"k8s.io/utils/ptr"
 
 	"github.com/workload-aware/apps-harness/api/intent"
 	"github.com/workload-aware/apps-harness/controllers/features"
-	"github.com/workload-aware/apps-harness/controllers/schedulingapi"
+	"github.com/workload-aware/apps-harness/controllers/internal/fakeapi"
 )
 
 const (
-	ktNS          = "ml-serving"
-	ktSchedGroup  = "scheduling.k8s.io"
-	ktZone        = "topology.kubernetes.io/zone"
-	ktWaitTimeout = 10 * time.Second
+	ktNS   = "ml-serving"
+	ktZone = "topology.kubernetes.io/zone"
 )
 
 // ktEnv is one Reconciler over one fake API. Both controller clients are the
-// same fake clientset, so its action log shows the order of every write.
+// API's clientset, so its action log shows the order of every write.
 type ktEnv struct {
-	t        *testing.T
-	ctx      context.Context
-	client   *fake.Clientset
+	*fakeapi.API
 	r        *Reconciler
 	workers  *Workers
 	apps     informers.SharedInformerFactory
-	sched    *schedulingapi.Informers
 	deploys  cache.Indexer
-	recorder *record.FakeRecorder
 	gateOn   atomic.Bool
 	claimsOn atomic.Bool
-	rv       atomic.Int64
-	uid      atomic.Int64
 }
 
 type ktEnvOptions struct {
@@ -73,38 +57,21 @@ type ktEnvOptions struct {
 
 func ktNewEnv(t *testing.T, o ktEnvOptions) *ktEnv {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	e := &ktEnv{
-		t:        t,
-		ctx:      ctx,
-		client:   fake.NewClientset(),
-		recorder: record.NewFakeRecorder(1000),
-	}
-	e.rv.Store(100)
+	e := &ktEnv{API: fakeapi.New(t, fakeapi.Options{Namespace: ktNS})}
 	e.gateOn.Store(!o.gateOff)
 	e.claimsOn.Store(!o.claimsOff)
-	e.client.Resources = []*metav1.APIResourceList{{
-		GroupVersion: schedulingapi.GroupVersion,
-		APIResources: []metav1.APIResource{
-			{Name: "workloads", Namespaced: true, Kind: "Workload"},
-			{Name: "podgroups", Namespaced: true, Kind: "PodGroup"},
-		},
-	}}
-	e.apiServerSemantics()
 	// Wired as the controller manager wires it. The apps informers start only
 	// in tests that run the upstream controller; others fill the Deployment
 	// cache by hand.
-	e.apps = informers.NewSharedInformerFactory(e.client, 0)
+	e.apps = informers.NewSharedInformerFactory(e.Client, 0)
 	dInf, rsInf := e.apps.Apps().V1().Deployments(), e.apps.Apps().V1().ReplicaSets()
 	e.deploys = dInf.Informer().GetIndexer()
-	e.sched = schedulingapi.New(e.client, 0)
 	e.r = NewReconciler(Options{
-		DeploymentClient: e.client,
-		ReplicaSetClient: e.client,
+		DeploymentClient: e.Client,
+		ReplicaSetClient: e.Client,
 		Deployments:      dInf.Lister(),
-		Scheduling:       e.sched,
-		Recorder:         e.recorder,
+		Scheduling:       e.Sched,
+		Recorder:         e.Recorder,
 		Gates: features.Gates{
 			Workload:                  e.gateOn.Load,
 			DRAWorkloadResourceClaims: e.claimsOn.Load,
@@ -115,266 +82,38 @@ func ktNewEnv(t *testing.T, o ktEnvOptions) *ktEnv {
 	// the test's own call.
 	e.workers = NewWorkers(e.r, dInf.Informer(), rsInf.Informer(), rsInf.Lister())
 	if !o.notServed {
-		e.sched.PollInterval = 10 * time.Millisecond
-		e.sched.Start(ctx)
-		e.eventually("scheduling informers ready", func() bool { return e.sched.Ready() == nil })
+		e.StartScheduling()
 	}
 	return e
 }
 
-// apiServerSemantics makes the fake behave like an apiserver where the code
-// under test depends on it: scheduling objects get a UID and a fresh
-// resourceVersion on every write, and an update carrying a stale
-// resourceVersion is a conflict.
-func (e *ktEnv) apiServerSemantics() {
-	e.client.PrependReactor("create", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		if a.GetResource().Group != ktSchedGroup {
-			return false, nil, nil
-		}
-		m, err := meta.Accessor(a.(clienttesting.CreateAction).GetObject())
-		if err != nil {
-			return true, nil, err
-		}
-		if m.GetUID() == "" {
-			m.SetUID(types.UID(fmt.Sprintf("%s-uid-%d", a.GetResource().Resource, e.uid.Add(1))))
-		}
-		m.SetResourceVersion(strconv.FormatInt(e.rv.Add(1), 10))
-		return false, nil, nil
-	})
-	e.client.PrependReactor("update", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		if a.GetResource().Group != ktSchedGroup {
-			return false, nil, nil
-		}
-		obj := a.(clienttesting.UpdateAction).GetObject()
-		m, err := meta.Accessor(obj)
-		if err != nil {
-			return true, nil, err
-		}
-		stored, err := e.client.Tracker().Get(a.GetResource(), a.GetNamespace(), m.GetName())
-		if err != nil {
-			return true, nil, err
-		}
-		sm, _ := meta.Accessor(stored)
-		if m.GetResourceVersion() != "" && m.GetResourceVersion() != sm.GetResourceVersion() {
-			return true, nil, apierrors.NewConflict(a.GetResource().GroupResource(), m.GetName(),
-				fmt.Errorf("resourceVersion %s is stale, stored %s", m.GetResourceVersion(), sm.GetResourceVersion()))
-		}
-		m.SetUID(sm.GetUID())
-		m.SetResourceVersion(strconv.FormatInt(e.rv.Add(1), 10))
-		return false, nil, nil
-	})
-}
-
-func (e *ktEnv) eventually(what string, cond func() bool) {
-	e.t.Helper()
-	err := wait.PollUntilContextTimeout(e.ctx, 5*time.Millisecond, ktWaitTimeout, true, func(context.Context) (bool, error) {
-		return cond(), nil
-	})
-	if err != nil {
-		e.t.Fatalf("timed out waiting for %s", what)
-	}
-}
-
-// addDeployment puts d into the Deployment lister (the controller's cache)
-// and the fake API, where the controller reads it live before every write.
-func (e *ktEnv) addDeployment(d *appsv1.Deployment) {
-	e.t.Helper()
-	if err := e.deploys.Add(d); err != nil {
-		e.t.Fatal(err)
-	}
-	e.storeInAPI(appsv1.SchemeGroupVersion.WithResource("deployments"), d)
-}
-
-func (e *ktEnv) updateDeployment(d *appsv1.Deployment) {
-	e.t.Helper()
-	if err := e.deploys.Update(d); err != nil {
-		e.t.Fatal(err)
-	}
-	e.storeInAPI(appsv1.SchemeGroupVersion.WithResource("deployments"), d)
-}
-
-// storeInAPI adds or replaces obj in the fake API without recording an action.
-func (e *ktEnv) storeInAPI(gvr schema.GroupVersionResource, obj runtime.Object) {
-	e.t.Helper()
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	err = e.client.Tracker().Update(gvr, obj, m.GetNamespace())
-	if apierrors.IsNotFound(err) {
-		err = e.client.Tracker().Add(obj)
-	}
-	if err != nil {
-		e.t.Fatal(err)
-	}
+// storeDeployment adds or replaces d in the Deployment lister (the
+// controller's cache) and the fake API, where the controller reads it live
+// before every write.
+func (e *ktEnv) storeDeployment(d *appsv1.Deployment) {
+	e.T.Helper()
+	e.StoreCached(e.deploys, d)
 }
 
 // replicaSet returns ktReplicaSet(d, hash, replicas), stored in the fake API
 // as the Deployment controller would have created it.
 func (e *ktEnv) replicaSet(d *appsv1.Deployment, hash string, replicas int32) *appsv1.ReplicaSet {
-	e.t.Helper()
+	e.T.Helper()
 	rs := ktReplicaSet(d, hash, replicas)
-	e.storeInAPI(appsv1.SchemeGroupVersion.WithResource("replicasets"), rs)
+	e.Store(rs)
 	return rs
-}
-
-// seed stores obj in the API (with UID and resourceVersion) and waits until
-// the scheduling informers have it.
-func (e *ktEnv) seed(obj runtime.Object) {
-	e.t.Helper()
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if m.GetUID() == "" {
-		m.SetUID(types.UID(fmt.Sprintf("seeded-uid-%d", e.uid.Add(1))))
-	}
-	m.SetResourceVersion(strconv.FormatInt(e.rv.Add(1), 10))
-	if err := e.client.Tracker().Add(obj); err != nil {
-		e.t.Fatal(err)
-	}
-	switch o := obj.(type) {
-	case *schedulingv1beta1.Workload:
-		e.waitWorkloadCached(o.Name, o.ResourceVersion)
-	case *schedulingv1beta1.PodGroup:
-		e.waitPodGroupCached(o.Name, o.ResourceVersion)
-	}
-}
-
-func (e *ktEnv) waitWorkloadCached(name, rv string) {
-	e.t.Helper()
-	e.eventually("workload "+name+" in the informer", func() bool {
-		w, err := e.sched.Scheduling().Workloads().Lister().Workloads(ktNS).Get(name)
-		return err == nil && (rv == "" || w.ResourceVersion == rv)
-	})
-}
-
-func (e *ktEnv) waitWorkloadGone(name string) {
-	e.t.Helper()
-	e.eventually("workload "+name+" gone from the informer", func() bool {
-		_, err := e.sched.Scheduling().Workloads().Lister().Workloads(ktNS).Get(name)
-		return apierrors.IsNotFound(err)
-	})
-}
-
-func (e *ktEnv) waitPodGroupCached(name, rv string) {
-	e.t.Helper()
-	e.eventually("podgroup "+name+" in the informer", func() bool {
-		pg, err := e.sched.Scheduling().PodGroups().Lister().PodGroups(ktNS).Get(name)
-		return err == nil && (rv == "" || pg.ResourceVersion == rv)
-	})
-}
-
-func (e *ktEnv) waitPodGroupGone(name string) {
-	e.t.Helper()
-	e.eventually("podgroup "+name+" gone from the informer", func() bool {
-		_, err := e.sched.Scheduling().PodGroups().Lister().PodGroups(ktNS).Get(name)
-		return apierrors.IsNotFound(err)
-	})
-}
-
-func (e *ktEnv) apiWorkload(name string) *schedulingv1beta1.Workload {
-	e.t.Helper()
-	w, err := e.client.SchedulingV1beta1().Workloads(ktNS).Get(e.ctx, name, metav1.GetOptions{})
-	if err != nil {
-		e.t.Fatalf("getting workload %s: %v", name, err)
-	}
-	return w
-}
-
-func (e *ktEnv) apiPodGroup(name string) *schedulingv1beta1.PodGroup {
-	e.t.Helper()
-	pg, err := e.client.SchedulingV1beta1().PodGroups(ktNS).Get(e.ctx, name, metav1.GetOptions{})
-	if err != nil {
-		e.t.Fatalf("getting podgroup %s: %v", name, err)
-	}
-	return pg
-}
-
-// deleteFromAPI removes an object behind the controllers' backs (no action is
-// recorded, as if another client deleted it).
-func (e *ktEnv) deleteFromAPI(resource, name string) {
-	e.t.Helper()
-	gvr := schedulingv1beta1.SchemeGroupVersion.WithResource(resource)
-	if err := e.client.Tracker().Delete(gvr, ktNS, name); err != nil {
-		e.t.Fatal(err)
-	}
 }
 
 // ensureWorkloadCached runs EnsureWorkload and waits until the informer holds
 // the result, so the next call sees it through the lister.
 func (e *ktEnv) ensureWorkloadCached(d *appsv1.Deployment) *schedulingv1beta1.Workload {
-	e.t.Helper()
-	w, err := e.r.EnsureWorkload(e.ctx, d)
+	e.T.Helper()
+	w, err := e.r.EnsureWorkload(e.Ctx, d)
 	if err != nil || w == nil {
-		e.t.Fatalf("EnsureWorkload = %v, %v; want a Workload", w, err)
+		e.T.Fatalf("EnsureWorkload = %v, %v; want a Workload", w, err)
 	}
-	e.waitWorkloadCached(w.Name, w.ResourceVersion)
+	e.WaitWorkloadCached(w.Name, w.ResourceVersion)
 	return w
-}
-
-// writes lists the mutating actions ("create podgroups", ...) recorded so far,
-// ignoring reads, list/watch of the informers, discovery and events.
-func ktWrites(actions []clienttesting.Action) []string {
-	var out []string
-	for _, a := range actions {
-		switch a.GetVerb() {
-		case "create", "update", "patch", "delete", "deletecollection":
-		default:
-			continue
-		}
-		if a.GetResource().Resource == "events" {
-			continue
-		}
-		out = append(out, a.GetVerb()+" "+a.GetResource().Resource)
-	}
-	return out
-}
-
-func (e *ktEnv) writes() []string { return ktWrites(e.client.Actions()) }
-
-// count counts actions with verb on resource (reads included).
-func (e *ktEnv) count(verb, resource string) int {
-	n := 0
-	for _, a := range e.client.Actions() {
-		if a.GetVerb() == verb && a.GetResource().Resource == resource {
-			n++
-		}
-	}
-	return n
-}
-
-// schedulingActions lists every action of any verb on scheduling.k8s.io.
-func (e *ktEnv) schedulingActions() []string {
-	var out []string
-	for _, a := range e.client.Actions() {
-		if a.GetResource().Group == ktSchedGroup {
-			out = append(out, a.GetVerb()+" "+a.GetResource().Resource)
-		}
-	}
-	return out
-}
-
-// events drains the recorded events.
-func (e *ktEnv) events() []string {
-	var out []string
-	for {
-		select {
-		case ev := <-e.recorder.Events:
-			out = append(out, ev)
-		default:
-			return out
-		}
-	}
-}
-
-func ktHasEvent(events []string, prefix string) bool {
-	for _, ev := range events {
-		if strings.HasPrefix(ev, prefix) {
-			return true
-		}
-	}
-	return false
 }
 
 // --- objects
@@ -483,7 +222,7 @@ func (p *ktPodControl) record(template *corev1.PodTemplateSpec, controllerRef *m
 	defer p.mu.Unlock()
 	p.calls++
 	p.templates = append(p.templates, template)
-	p.writesAtCall = append(p.writesAtCall, ktWrites(p.client.Actions()))
+	p.writesAtCall = append(p.writesAtCall, fakeapi.Writes(p.client.Actions()))
 	p.generateNames = append(p.generateNames, generateName)
 	if controllerRef != nil {
 		p.controllerRefs = append(p.controllerRefs, *controllerRef)

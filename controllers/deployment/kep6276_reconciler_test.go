@@ -20,6 +20,7 @@ import (
 
 	"github.com/workload-aware/apps-harness/api/intent"
 	"github.com/workload-aware/apps-harness/controllers/events"
+	"github.com/workload-aware/apps-harness/controllers/internal/fakeapi"
 )
 
 // ktGangSetup is a gang Deployment (full intent, replicas 4) in the lister,
@@ -28,7 +29,7 @@ import (
 func ktGangSetup(t *testing.T, e *ktEnv) (*appsv1.Deployment, *schedulingv1beta1.Workload, *appsv1.ReplicaSet) {
 	t.Helper()
 	d := ktDeployment(t, "inference-server", ptr.To[int32](4), ktFullIntent())
-	e.addDeployment(d)
+	e.storeDeployment(d)
 	w := e.ensureWorkloadCached(d)
 	return d, w, e.replicaSet(d, "5d8f9c7b6", 3)
 }
@@ -38,16 +39,16 @@ func TestKEP6276EnsurePodGroup(t *testing.T) {
 	t.Run("D-U2_podgroup_from_the_workload_template", func(t *testing.T) {
 		e := ktNewEnv(t, ktEnvOptions{})
 		d, w, rs := ktGangSetup(t, e)
-		e.client.ClearActions()
+		e.Client.ClearActions()
 
-		pg, err := e.r.EnsurePodGroup(e.ctx, rs)
+		pg, err := e.r.EnsurePodGroup(e.Ctx, rs)
 		if err != nil || pg == nil {
 			t.Fatalf("EnsurePodGroup = %v, %v", pg, err)
 		}
-		if got := e.writes(); !reflect.DeepEqual(got, []string{"create podgroups"}) {
+		if got := e.Writes(); !reflect.DeepEqual(got, []string{"create podgroups"}) {
 			t.Errorf("writes = %v, want one PodGroup create", got)
 		}
-		stored := e.apiPodGroup(PodGroupName(d.Name, "5d8f9c7b6"))
+		stored := e.GetPodGroup(PodGroupName(d.Name, "5d8f9c7b6"))
 		for _, got := range []*schedulingv1beta1.PodGroup{pg, stored} {
 			if got.Name != rs.Name || got.Name != PodGroupName(d.Name, "5d8f9c7b6") || got.Namespace != ktNS {
 				t.Errorf("podgroup %s/%s, want %s/%s", got.Namespace, got.Name, ktNS, PodGroupName(d.Name, "5d8f9c7b6"))
@@ -84,7 +85,7 @@ func TestKEP6276EnsurePodGroup(t *testing.T) {
 				t.Errorf("controller of the PodGroup = %+v, want the ReplicaSet", ref)
 			}
 		}
-		if !ktHasEvent(e.events(), "Normal "+events.PodGroupCreated) {
+		if !fakeapi.HasEvent(e.Events(), "Normal "+events.PodGroupCreated) {
 			t.Errorf("no %s event", events.PodGroupCreated)
 		}
 	})
@@ -95,11 +96,11 @@ func TestKEP6276EnsurePodGroup(t *testing.T) {
 		if len(w.Spec.PodGroupTemplates[0].ResourceClaims) != 2 {
 			t.Fatalf("the Workload template keeps the claims whatever the gate: %+v", w.Spec.PodGroupTemplates[0].ResourceClaims)
 		}
-		pg, err := e.r.EnsurePodGroup(e.ctx, rs)
+		pg, err := e.r.EnsurePodGroup(e.Ctx, rs)
 		if err != nil || pg == nil {
 			t.Fatalf("EnsurePodGroup = %v, %v", pg, err)
 		}
-		if stored := e.apiPodGroup(PodGroupName(d.Name, "5d8f9c7b6")); len(stored.Spec.ResourceClaims) != 0 || len(pg.Spec.ResourceClaims) != 0 {
+		if stored := e.GetPodGroup(PodGroupName(d.Name, "5d8f9c7b6")); len(stored.Spec.ResourceClaims) != 0 || len(pg.Spec.ResourceClaims) != 0 {
 			t.Errorf("resourceClaims = %+v, want none with DRAWorkloadResourceClaims off", stored.Spec.ResourceClaims)
 		}
 		if pg.Spec.SchedulingPolicy.Gang == nil || pg.Spec.SchedulingPolicy.Gang.MinCount != 4 {
@@ -110,16 +111,16 @@ func TestKEP6276EnsurePodGroup(t *testing.T) {
 	t.Run("D-U2_pod_control_creates_podgroup_before_pods", func(t *testing.T) {
 		e := ktNewEnv(t, ktEnvOptions{})
 		_, _, rs := ktGangSetup(t, e)
-		e.client.ClearActions()
-		inner := &ktPodControl{client: e.client}
+		e.Client.ClearActions()
+		inner := &ktPodControl{client: e.Client}
 		pc := e.r.PodControl(inner)
 		before := rs.DeepCopy()
 		template := &rs.Spec.Template
 
-		if err := pc.CreatePods(e.ctx, ktNS, template, rs, ktRSControllerRef(rs)); err != nil {
+		if err := pc.CreatePods(e.Ctx, ktNS, template, rs, ktRSControllerRef(rs)); err != nil {
 			t.Fatalf("CreatePods: %v", err)
 		}
-		if err := pc.CreatePodsWithGenerateName(e.ctx, ktNS, template, rs, ktRSControllerRef(rs), rs.Name+"-"); err != nil {
+		if err := pc.CreatePodsWithGenerateName(e.Ctx, ktNS, template, rs, ktRSControllerRef(rs), rs.Name+"-"); err != nil {
 			t.Fatalf("CreatePodsWithGenerateName: %v", err)
 		}
 		if inner.calls != 2 {
@@ -158,23 +159,23 @@ func TestKEP6276EnsurePodGroup(t *testing.T) {
 	t.Run("D-U2_real_pod_control_pod_joins_podgroup_with_ownerReference", func(t *testing.T) {
 		e := ktNewEnv(t, ktEnvOptions{})
 		_, _, rs := ktGangSetup(t, e)
-		e.client.ClearActions()
+		e.Client.ClearActions()
 		pc := e.r.PodControl(controller.RealPodControl{
-			KubeClient: e.r.ReplicaSetControllerClient(e.client),
+			KubeClient: e.r.ReplicaSetControllerClient(e.Client),
 			Recorder:   record.NewFakeRecorder(10),
 		})
-		if err := pc.CreatePods(e.ctx, ktNS, &rs.Spec.Template, rs, ktRSControllerRef(rs)); err != nil {
+		if err := pc.CreatePods(e.Ctx, ktNS, &rs.Spec.Template, rs, ktRSControllerRef(rs)); err != nil {
 			t.Fatalf("CreatePods: %v", err)
 		}
-		if got := e.writes(); !reflect.DeepEqual(got, []string{"create podgroups", "create pods"}) {
+		if got := e.Writes(); !reflect.DeepEqual(got, []string{"create podgroups", "create pods"}) {
 			t.Errorf("writes = %v, want the PodGroup then the pod", got)
 		}
-		pods, err := e.client.CoreV1().Pods(ktNS).List(e.ctx, metav1.ListOptions{})
+		pods, err := e.Client.CoreV1().Pods(ktNS).List(e.Ctx, metav1.ListOptions{})
 		if err != nil || len(pods.Items) != 1 {
 			t.Fatalf("pods = %v, %v", pods, err)
 		}
 		pod := pods.Items[0]
-		pg := e.apiPodGroup(rs.Name)
+		pg := e.GetPodGroup(rs.Name)
 		if ptr.Deref(pod.Spec.SchedulingGroup.PodGroupName, "") != pg.Name {
 			t.Errorf("pod schedulingGroup = %+v, want %s", pod.Spec.SchedulingGroup, pg.Name)
 		}
@@ -185,7 +186,7 @@ func TestKEP6276EnsurePodGroup(t *testing.T) {
 		t.Run(fmt.Sprintf("D-U2_workload_with_%d_templates_is_an_error", n), func(t *testing.T) {
 			e := ktNewEnv(t, ktEnvOptions{})
 			d := ktDeployment(t, "inference-server", ptr.To[int32](3), ktGang(nil))
-			e.addDeployment(d)
+			e.storeDeployment(d)
 			w, err := BuildWorkload(d, ktGang(nil))
 			if err != nil {
 				t.Fatal(err)
@@ -197,24 +198,24 @@ func TestKEP6276EnsurePodGroup(t *testing.T) {
 				tmpls = append(tmpls, tp)
 			}
 			w.Spec.PodGroupTemplates = tmpls
-			e.seed(w)
+			e.Seed(w)
 			rs := e.replicaSet(d, "5d8f9c7b6", 3)
-			e.client.ClearActions()
+			e.Client.ClearActions()
 
-			if pg, err := e.r.EnsurePodGroup(e.ctx, rs); err == nil || pg != nil {
+			if pg, err := e.r.EnsurePodGroup(e.Ctx, rs); err == nil || pg != nil {
 				t.Errorf("EnsurePodGroup with %d templates = %v, %v; want an error", n, pg, err)
 			}
-			inner := &ktPodControl{client: e.client}
-			if err := e.r.PodControl(inner).CreatePods(e.ctx, ktNS, &rs.Spec.Template, rs, ktRSControllerRef(rs)); err == nil {
+			inner := &ktPodControl{client: e.Client}
+			if err := e.r.PodControl(inner).CreatePods(e.Ctx, ktNS, &rs.Spec.Template, rs, ktRSControllerRef(rs)); err == nil {
 				t.Errorf("CreatePods succeeded with %d templates", n)
 			}
 			if inner.calls != 0 {
 				t.Errorf("%d pods created", inner.calls)
 			}
-			if got := e.writes(); len(got) != 0 {
+			if got := e.Writes(); len(got) != 0 {
 				t.Errorf("writes = %v, want none", got)
 			}
-			if ev := e.events(); !ktHasEvent(ev, "Warning "+events.WorkloadCreationFailed+" Error building PodGroup") {
+			if ev := e.Events(); !fakeapi.HasEvent(ev, "Warning "+events.WorkloadCreationFailed+" Error building PodGroup") {
 				t.Errorf("events = %v, want Warning %s about building the PodGroup", ev, events.WorkloadCreationFailed)
 			}
 		})
@@ -223,13 +224,13 @@ func TestKEP6276EnsurePodGroup(t *testing.T) {
 	t.Run("D-U2_missing_workload_is_an_error_not_ungrouped_pods", func(t *testing.T) {
 		e := ktNewEnv(t, ktEnvOptions{})
 		d := ktDeployment(t, "inference-server", ptr.To[int32](3), ktGang(nil))
-		e.addDeployment(d)
+		e.storeDeployment(d)
 		rs := e.replicaSet(d, "5d8f9c7b6", 3)
-		inner := &ktPodControl{client: e.client}
-		if err := e.r.PodControl(inner).CreatePods(e.ctx, ktNS, &rs.Spec.Template, rs, ktRSControllerRef(rs)); err == nil {
+		inner := &ktPodControl{client: e.Client}
+		if err := e.r.PodControl(inner).CreatePods(e.Ctx, ktNS, &rs.Spec.Template, rs, ktRSControllerRef(rs)); err == nil {
 			t.Errorf("CreatePods succeeded without a Workload")
 		}
-		if inner.calls != 0 || e.count("create", "podgroups") != 0 {
+		if inner.calls != 0 || e.Count("create", "podgroups") != 0 {
 			t.Errorf("pods (%d) or PodGroups created without a Workload", inner.calls)
 		}
 	})
@@ -237,27 +238,27 @@ func TestKEP6276EnsurePodGroup(t *testing.T) {
 	t.Run("D-U2_hooked_pod_create_adds_podgroup_ownerReference", func(t *testing.T) {
 		e := ktNewEnv(t, ktEnvOptions{})
 		_, _, rs := ktGangSetup(t, e)
-		pg, err := e.r.EnsurePodGroup(e.ctx, rs)
+		pg, err := e.r.EnsurePodGroup(e.Ctx, rs)
 		if err != nil {
 			t.Fatal(err)
 		}
-		pods := e.r.ReplicaSetControllerClient(e.client).CoreV1().Pods(ktNS)
+		pods := e.r.ReplicaSetControllerClient(e.Client).CoreV1().Pods(ktNS)
 		pod := ktPod("p1", rs, &pg.Name)
 		podBefore := pod.DeepCopy()
-		created, err := pods.Create(e.ctx, pod, metav1.CreateOptions{})
+		created, err := pods.Create(e.Ctx, pod, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ktCheckPodOwners(t, created, rs, pg)
-		stored, _ := e.client.CoreV1().Pods(ktNS).Get(e.ctx, "p1", metav1.GetOptions{})
+		stored, _ := e.Client.CoreV1().Pods(ktNS).Get(e.Ctx, "p1", metav1.GetOptions{})
 		ktCheckPodOwners(t, stored, rs, pg)
 		if !equality.Semantic.DeepEqual(pod, podBefore) {
 			t.Errorf("the caller's pod was modified")
 		}
 
 		// Same once the informer has caught up with the PodGroup.
-		e.waitPodGroupCached(pg.Name, pg.ResourceVersion)
-		created, err = pods.Create(e.ctx, ktPod("p2", rs, &pg.Name), metav1.CreateOptions{})
+		e.WaitPodGroupCached(pg.Name, pg.ResourceVersion)
+		created, err = pods.Create(e.Ctx, ktPod("p2", rs, &pg.Name), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -267,18 +268,18 @@ func TestKEP6276EnsurePodGroup(t *testing.T) {
 	t.Run("D-U2_hooked_pod_create_leaves_bring_your_own_podgroup_alone", func(t *testing.T) {
 		e := ktNewEnv(t, ktEnvOptions{})
 		_, _, rs := ktGangSetup(t, e)
-		e.client.ClearActions()
+		e.Client.ClearActions()
 		other := ktReplicaSet(ktDeployment(t, "other", ptr.To[int32](1), nil), "aaaa", 1)
 		byo := []*schedulingv1beta1.PodGroup{
 			{ObjectMeta: metav1.ObjectMeta{Name: "byo-unowned", Namespace: ktNS}},
 			{ObjectMeta: metav1.ObjectMeta{Name: "byo-other", Namespace: ktNS, OwnerReferences: []metav1.OwnerReference{*ktRSControllerRef(other)}}},
 			{ObjectMeta: metav1.ObjectMeta{Name: "byo-noncontroller", Namespace: ktNS, OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID}}}},
 		}
-		pods := e.r.ReplicaSetControllerClient(e.client).CoreV1().Pods(ktNS)
+		pods := e.r.ReplicaSetControllerClient(e.Client).CoreV1().Pods(ktNS)
 		for _, pg := range byo {
 			pg.Spec.SchedulingPolicy.Basic = &schedulingv1beta1.BasicSchedulingPolicy{}
-			e.seed(pg)
-			created, err := pods.Create(e.ctx, ktPod("pod-"+pg.Name, rs, &pg.Name), metav1.CreateOptions{})
+			e.Seed(pg)
+			created, err := pods.Create(e.Ctx, ktPod("pod-"+pg.Name, rs, &pg.Name), metav1.CreateOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -288,7 +289,7 @@ func TestKEP6276EnsurePodGroup(t *testing.T) {
 		}
 		// No schedulingGroup, or one naming a PodGroup that does not exist.
 		for i, name := range []*string{nil, ptr.To("missing")} {
-			created, err := pods.Create(e.ctx, ktPod("plain-"+string(rune('a'+i)), rs, name), metav1.CreateOptions{})
+			created, err := pods.Create(e.Ctx, ktPod("plain-"+string(rune('a'+i)), rs, name), metav1.CreateOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -296,7 +297,7 @@ func TestKEP6276EnsurePodGroup(t *testing.T) {
 				t.Errorf("pod got ownerReferences %+v, want only its ReplicaSet", created.OwnerReferences)
 			}
 		}
-		if got := e.schedulingWrites(); len(got) != 0 {
+		if got := e.SchedulingWrites(); len(got) != 0 {
 			t.Errorf("scheduling writes = %v, want none", got)
 		}
 	})
@@ -304,25 +305,25 @@ func TestKEP6276EnsurePodGroup(t *testing.T) {
 	t.Run("D-U2_existing_podgroup_minCount_follows_the_template", func(t *testing.T) {
 		e := ktNewEnv(t, ktEnvOptions{})
 		d, _, rs := ktGangSetup(t, e)
-		pg, err := e.r.EnsurePodGroup(e.ctx, rs)
+		pg, err := e.r.EnsurePodGroup(e.Ctx, rs)
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.waitPodGroupCached(pg.Name, pg.ResourceVersion)
+		e.WaitPodGroupCached(pg.Name, pg.ResourceVersion)
 		// Scale the Deployment: its Workload template goes to 6.
 		d = d.DeepCopy()
 		d.Spec.Replicas = ptr.To[int32](6)
-		e.updateDeployment(d)
+		e.storeDeployment(d)
 		e.ensureWorkloadCached(d)
-		e.client.ClearActions()
-		got, err := e.r.EnsurePodGroup(e.ctx, rs)
+		e.Client.ClearActions()
+		got, err := e.r.EnsurePodGroup(e.Ctx, rs)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Spec.SchedulingPolicy.Gang.MinCount != 6 || e.apiPodGroup(pg.Name).Spec.SchedulingPolicy.Gang.MinCount != 6 {
+		if got.Spec.SchedulingPolicy.Gang.MinCount != 6 || e.GetPodGroup(pg.Name).Spec.SchedulingPolicy.Gang.MinCount != 6 {
 			t.Errorf("PodGroup minCount = %d, want the template's 6", got.Spec.SchedulingPolicy.Gang.MinCount)
 		}
-		if w := e.writes(); !reflect.DeepEqual(w, []string{"update podgroups"}) {
+		if w := e.Writes(); !reflect.DeepEqual(w, []string{"update podgroups"}) {
 			t.Errorf("writes = %v, want one PodGroup update", w)
 		}
 	})
@@ -361,37 +362,27 @@ func ktCheckPodOwners(t *testing.T, pod *corev1.Pod, rs *appsv1.ReplicaSet, pg *
 	}
 }
 
-func (e *ktEnv) schedulingWrites() []string {
-	var out []string
-	for _, w := range e.writes() {
-		if strings.HasSuffix(w, " workloads") || strings.HasSuffix(w, " podgroups") {
-			out = append(out, w)
-		}
-	}
-	return out
-}
-
 // TestKEP6276ScaleToZero covers D-U3.
 func TestKEP6276ScaleToZero(t *testing.T) {
 	t.Run("D-U3_zero_replicas_deletes_podgroup_and_positive_recreates_it_before_pods", func(t *testing.T) {
 		e := ktNewEnv(t, ktEnvOptions{})
 		d, _, rs := ktGangSetup(t, e)
-		pg, err := e.r.EnsurePodGroup(e.ctx, rs)
+		pg, err := e.r.EnsurePodGroup(e.Ctx, rs)
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.waitPodGroupCached(pg.Name, pg.ResourceVersion)
-		e.events()
-		e.client.ClearActions()
+		e.WaitPodGroupCached(pg.Name, pg.ResourceVersion)
+		e.Events()
+		e.Client.ClearActions()
 
 		zero := rs.DeepCopy()
 		zero.Spec.Replicas = ptr.To[int32](0)
-		got, err := e.r.EnsurePodGroup(e.ctx, zero)
+		got, err := e.r.EnsurePodGroup(e.Ctx, zero)
 		if err != nil || got != nil {
 			t.Fatalf("EnsurePodGroup at zero = %v, %v; want nil, nil", got, err)
 		}
 		var deletes []clienttesting.DeleteActionImpl
-		for _, a := range e.client.Actions() {
+		for _, a := range e.Client.Actions() {
 			if da, ok := a.(clienttesting.DeleteActionImpl); ok && a.GetResource().Resource == "podgroups" {
 				deletes = append(deletes, da)
 			}
@@ -402,45 +393,45 @@ func TestKEP6276ScaleToZero(t *testing.T) {
 		if pre := deletes[0].DeleteOptions.Preconditions; pre == nil || pre.UID == nil || *pre.UID != pg.UID {
 			t.Errorf("delete preconditions = %+v, want UID %s", pre, pg.UID)
 		}
-		if got := e.schedulingWrites(); !reflect.DeepEqual(got, []string{"delete podgroups"}) {
+		if got := e.SchedulingWrites(); !reflect.DeepEqual(got, []string{"delete podgroups"}) {
 			t.Errorf("scheduling writes = %v, want only the PodGroup delete (the Workload is retained)", got)
 		}
-		if _, err := e.client.SchedulingV1beta1().PodGroups(ktNS).Get(e.ctx, pg.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		if _, err := e.Client.SchedulingV1beta1().PodGroups(ktNS).Get(e.Ctx, pg.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("PodGroup still there: %v", err)
 		}
-		if !ktHasEvent(e.events(), "Normal "+events.PodGroupDeleted) {
+		if !fakeapi.HasEvent(e.Events(), "Normal "+events.PodGroupDeleted) {
 			t.Errorf("no %s event", events.PodGroupDeleted)
 		}
 		// At zero nothing is grouped: the pod control passes the template through.
-		inner := &ktPodControl{client: e.client}
+		inner := &ktPodControl{client: e.Client}
 		pc := e.r.PodControl(inner)
-		if err := pc.CreatePods(e.ctx, ktNS, &zero.Spec.Template, zero, ktRSControllerRef(zero)); err != nil {
+		if err := pc.CreatePods(e.Ctx, ktNS, &zero.Spec.Template, zero, ktRSControllerRef(zero)); err != nil {
 			t.Fatal(err)
 		}
 		if inner.templates[0].Spec.SchedulingGroup != nil {
 			t.Errorf("pod at zero replicas got schedulingGroup %+v", inner.templates[0].Spec.SchedulingGroup)
 		}
-		if n := e.count("create", "podgroups"); n != 0 {
+		if n := e.Count("create", "podgroups"); n != 0 {
 			t.Errorf("%d PodGroups created at zero replicas", n)
 		}
 		// The Workload is kept at zero with minCount 1.
 		zd := d.DeepCopy()
 		zd.Spec.Replicas = ptr.To[int32](0)
-		e.updateDeployment(zd)
-		w, err := e.r.EnsureWorkload(e.ctx, zd)
+		e.storeDeployment(zd)
+		w, err := e.r.EnsureWorkload(e.Ctx, zd)
 		if err != nil || TemplateMinCount(w) == nil || *TemplateMinCount(w) != 1 {
 			t.Errorf("Workload at zero replicas = %+v, %v; want kept with minCount 1", w, err)
 		}
-		e.waitWorkloadCached(w.Name, w.ResourceVersion)
+		e.WaitWorkloadCached(w.Name, w.ResourceVersion)
 
 		// Scale back: the PodGroup is recreated before the first pod.
-		e.waitPodGroupGone(pg.Name)
-		e.updateDeployment(d)
+		e.WaitPodGroupGone(pg.Name)
+		e.storeDeployment(d)
 		w = e.ensureWorkloadCached(d)
-		e.client.ClearActions()
-		inner = &ktPodControl{client: e.client}
+		e.Client.ClearActions()
+		inner = &ktPodControl{client: e.Client}
 		pc = e.r.PodControl(inner)
-		if err := pc.CreatePods(e.ctx, ktNS, &rs.Spec.Template, rs, ktRSControllerRef(rs)); err != nil {
+		if err := pc.CreatePods(e.Ctx, ktNS, &rs.Spec.Template, rs, ktRSControllerRef(rs)); err != nil {
 			t.Fatalf("CreatePods after scaling back: %v", err)
 		}
 		if got := inner.writesAtCall[0]; !reflect.DeepEqual(got, []string{"create podgroups"}) {
@@ -449,7 +440,7 @@ func TestKEP6276ScaleToZero(t *testing.T) {
 		if sg := inner.templates[0].Spec.SchedulingGroup; sg == nil || ptr.Deref(sg.PodGroupName, "") != pg.Name {
 			t.Errorf("schedulingGroup = %+v, want %s", sg, pg.Name)
 		}
-		again := e.apiPodGroup(pg.Name)
+		again := e.GetPodGroup(pg.Name)
 		if again.UID == pg.UID {
 			t.Errorf("PodGroup not recreated (same UID)")
 		}
@@ -462,11 +453,11 @@ func TestKEP6276ScaleToZero(t *testing.T) {
 		e := ktNewEnv(t, ktEnvOptions{})
 		_, _, rs := ktGangSetup(t, e)
 		rs.Spec.Replicas = ptr.To[int32](0)
-		e.client.ClearActions()
-		if pg, err := e.r.EnsurePodGroup(e.ctx, rs); pg != nil || err != nil {
+		e.Client.ClearActions()
+		if pg, err := e.r.EnsurePodGroup(e.Ctx, rs); pg != nil || err != nil {
 			t.Errorf("EnsurePodGroup = %v, %v", pg, err)
 		}
-		if got := e.schedulingWrites(); len(got) != 0 {
+		if got := e.SchedulingWrites(); len(got) != 0 {
 			t.Errorf("writes = %v, want none", got)
 		}
 	})
@@ -476,13 +467,13 @@ func TestKEP6276ScaleToZero(t *testing.T) {
 		d, _, rs := ktGangSetup(t, e)
 		foreign := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: PodGroupName(d.Name, "5d8f9c7b6"), Namespace: ktNS}}
 		foreign.Spec.SchedulingPolicy.Basic = &schedulingv1beta1.BasicSchedulingPolicy{}
-		e.seed(foreign)
+		e.Seed(foreign)
 		rs.Spec.Replicas = ptr.To[int32](0)
-		e.client.ClearActions()
-		if _, err := e.r.EnsurePodGroup(e.ctx, rs); err != nil {
+		e.Client.ClearActions()
+		if _, err := e.r.EnsurePodGroup(e.Ctx, rs); err != nil {
 			t.Errorf("EnsurePodGroup: %v", err)
 		}
-		if got := e.schedulingWrites(); len(got) != 0 {
+		if got := e.SchedulingWrites(); len(got) != 0 {
 			t.Errorf("writes = %v, want none", got)
 		}
 	})
@@ -490,15 +481,15 @@ func TestKEP6276ScaleToZero(t *testing.T) {
 	t.Run("D-U3_terminating_podgroup_blocks_pods", func(t *testing.T) {
 		e := ktNewEnv(t, ktEnvOptions{})
 		_, _, rs := ktGangSetup(t, e)
-		pg, err := e.r.EnsurePodGroup(e.ctx, rs)
+		pg, err := e.r.EnsurePodGroup(e.Ctx, rs)
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.waitPodGroupCached(pg.Name, pg.ResourceVersion)
+		e.WaitPodGroupCached(pg.Name, pg.ResourceVersion)
 		// Scale to zero against an apiserver where the podgroup-protection
 		// finalizer keeps the PodGroup terminating.
-		e.client.PrependReactor("delete", "podgroups", func(a clienttesting.Action) (bool, runtime.Object, error) {
-			obj, err := e.client.Tracker().Get(a.GetResource(), a.GetNamespace(), a.(clienttesting.DeleteAction).GetName())
+		e.Client.PrependReactor("delete", "podgroups", func(a clienttesting.Action) (bool, runtime.Object, error) {
+			obj, err := e.Client.Tracker().Get(a.GetResource(), a.GetNamespace(), a.(clienttesting.DeleteAction).GetName())
 			if err != nil {
 				return true, nil, err
 			}
@@ -507,30 +498,30 @@ func TestKEP6276ScaleToZero(t *testing.T) {
 			cp.DeletionTimestamp = &now
 			cp.Finalizers = []string{"scheduling.k8s.io/podgroup-protection"}
 			cp.ResourceVersion = "999999"
-			return true, nil, e.client.Tracker().Update(a.GetResource(), cp, a.GetNamespace())
+			return true, nil, e.Client.Tracker().Update(a.GetResource(), cp, a.GetNamespace())
 		})
 		zero := rs.DeepCopy()
 		zero.Spec.Replicas = ptr.To[int32](0)
-		if _, err := e.r.EnsurePodGroup(e.ctx, zero); err != nil {
+		if _, err := e.r.EnsurePodGroup(e.Ctx, zero); err != nil {
 			t.Fatal(err)
 		}
-		e.waitPodGroupCached(pg.Name, "999999")
-		e.client.ClearActions()
+		e.WaitPodGroupCached(pg.Name, "999999")
+		e.Client.ClearActions()
 
-		inner := &ktPodControl{client: e.client}
-		if err := e.r.PodControl(inner).CreatePods(e.ctx, ktNS, &rs.Spec.Template, rs, ktRSControllerRef(rs)); err == nil {
+		inner := &ktPodControl{client: e.Client}
+		if err := e.r.PodControl(inner).CreatePods(e.Ctx, ktNS, &rs.Spec.Template, rs, ktRSControllerRef(rs)); err == nil {
 			t.Errorf("CreatePods succeeded while the PodGroup is terminating")
 		}
 		if inner.calls != 0 {
 			t.Errorf("%d pods created into a terminating PodGroup", inner.calls)
 		}
-		if got := e.schedulingWrites(); len(got) != 0 {
+		if got := e.SchedulingWrites(); len(got) != 0 {
 			t.Errorf("writes = %v, want none while terminating", got)
 		}
 		// Once it is gone, the next attempt recreates it before the pod.
-		e.deleteFromAPI("podgroups", pg.Name)
-		e.waitPodGroupGone(pg.Name)
-		if err := e.r.PodControl(inner).CreatePods(e.ctx, ktNS, &rs.Spec.Template, rs, ktRSControllerRef(rs)); err != nil {
+		e.DeleteBehindTheBack("podgroups", pg.Name)
+		e.WaitPodGroupGone(pg.Name)
+		if err := e.r.PodControl(inner).CreatePods(e.Ctx, ktNS, &rs.Spec.Template, rs, ktRSControllerRef(rs)); err != nil {
 			t.Fatalf("CreatePods after the PodGroup is gone: %v", err)
 		}
 		if inner.calls != 1 || !reflect.DeepEqual(inner.writesAtCall[0], []string{"create podgroups"}) {
@@ -544,19 +535,19 @@ func TestKEP6276Idempotency(t *testing.T) {
 	t.Run("D-U5_ensure_workload_twice_creates_once", func(t *testing.T) {
 		e := ktNewEnv(t, ktEnvOptions{})
 		d := ktDeployment(t, "inference-server", ptr.To[int32](3), ktFullIntent())
-		e.addDeployment(d)
+		e.storeDeployment(d)
 		w1 := e.ensureWorkloadCached(d)
-		w2, err := e.r.EnsureWorkload(e.ctx, d)
+		w2, err := e.r.EnsureWorkload(e.Ctx, d)
 		if err != nil || w2 == nil || w2.UID != w1.UID {
 			t.Fatalf("second EnsureWorkload = %v, %v", w2, err)
 		}
-		if n := e.count("create", "workloads"); n != 1 {
+		if n := e.Count("create", "workloads"); n != 1 {
 			t.Errorf("%d Workload creates, want 1", n)
 		}
-		if got := e.schedulingWrites(); !reflect.DeepEqual(got, []string{"create workloads"}) {
+		if got := e.SchedulingWrites(); !reflect.DeepEqual(got, []string{"create workloads"}) {
 			t.Errorf("writes = %v", got)
 		}
-		if ev := e.events(); !ktHasEvent(ev, "Normal "+events.WorkloadCreated) {
+		if ev := e.Events(); !fakeapi.HasEvent(ev, "Normal "+events.WorkloadCreated) {
 			t.Errorf("events = %v, want %s", ev, events.WorkloadCreated)
 		}
 	})
@@ -564,14 +555,14 @@ func TestKEP6276Idempotency(t *testing.T) {
 	t.Run("D-U5_ensure_workload_back_to_back_creates_once", func(t *testing.T) {
 		e := ktNewEnv(t, ktEnvOptions{})
 		d := ktDeployment(t, "inference-server", ptr.To[int32](3), ktFullIntent())
-		e.addDeployment(d)
+		e.storeDeployment(d)
 		// The informer has not seen the first create when the second call runs.
-		w1, err1 := e.r.EnsureWorkload(e.ctx, d)
-		w2, err2 := e.r.EnsureWorkload(e.ctx, d)
+		w1, err1 := e.r.EnsureWorkload(e.Ctx, d)
+		w2, err2 := e.r.EnsureWorkload(e.Ctx, d)
 		if err1 != nil || err2 != nil || w1 == nil || w2 == nil || w1.UID != w2.UID {
 			t.Fatalf("EnsureWorkload twice = %v %v / %v %v", w1, err1, w2, err2)
 		}
-		if got := e.schedulingWrites(); !reflect.DeepEqual(got, []string{"create workloads"}) {
+		if got := e.SchedulingWrites(); !reflect.DeepEqual(got, []string{"create workloads"}) {
 			t.Errorf("writes = %v, want one Workload create", got)
 		}
 	})
@@ -579,19 +570,19 @@ func TestKEP6276Idempotency(t *testing.T) {
 	t.Run("D-U5_ensure_podgroup_twice_creates_once", func(t *testing.T) {
 		e := ktNewEnv(t, ktEnvOptions{})
 		_, _, rs := ktGangSetup(t, e)
-		e.client.ClearActions()
+		e.Client.ClearActions()
 		// Back to back: the informer has not seen the first create yet.
-		pg1, err1 := e.r.EnsurePodGroup(e.ctx, rs)
-		pg2, err2 := e.r.EnsurePodGroup(e.ctx, rs)
+		pg1, err1 := e.r.EnsurePodGroup(e.Ctx, rs)
+		pg2, err2 := e.r.EnsurePodGroup(e.Ctx, rs)
 		if err1 != nil || err2 != nil || pg1 == nil || pg2 == nil || pg1.UID != pg2.UID {
 			t.Fatalf("EnsurePodGroup twice = %v %v / %v %v", pg1, err1, pg2, err2)
 		}
-		e.waitPodGroupCached(pg1.Name, pg1.ResourceVersion)
-		pg3, err := e.r.EnsurePodGroup(e.ctx, rs)
+		e.WaitPodGroupCached(pg1.Name, pg1.ResourceVersion)
+		pg3, err := e.r.EnsurePodGroup(e.Ctx, rs)
 		if err != nil || pg3.UID != pg1.UID {
 			t.Fatalf("third EnsurePodGroup = %v, %v", pg3, err)
 		}
-		if got := e.schedulingWrites(); !reflect.DeepEqual(got, []string{"create podgroups"}) {
+		if got := e.SchedulingWrites(); !reflect.DeepEqual(got, []string{"create podgroups"}) {
 			t.Errorf("writes = %v, want one PodGroup create", got)
 		}
 	})
@@ -599,18 +590,18 @@ func TestKEP6276Idempotency(t *testing.T) {
 	t.Run("D-U5_deleted_workload_is_recreated_once", func(t *testing.T) {
 		e := ktNewEnv(t, ktEnvOptions{})
 		d := ktDeployment(t, "inference-server", ptr.To[int32](3), ktFullIntent())
-		e.addDeployment(d)
+		e.storeDeployment(d)
 		w := e.ensureWorkloadCached(d)
-		e.deleteFromAPI("workloads", w.Name)
-		e.waitWorkloadGone(w.Name)
+		e.DeleteBehindTheBack("workloads", w.Name)
+		e.WaitWorkloadGone(w.Name)
 		w2 := e.ensureWorkloadCached(d)
 		if w2.UID == w.UID || !equality.Semantic.DeepEqual(w2.Spec, w.Spec) {
 			t.Errorf("recreated Workload = %+v, want a new object with the same spec", w2)
 		}
-		if _, err := e.r.EnsureWorkload(e.ctx, d); err != nil {
+		if _, err := e.r.EnsureWorkload(e.Ctx, d); err != nil {
 			t.Fatal(err)
 		}
-		if n := e.count("create", "workloads"); n != 2 {
+		if n := e.Count("create", "workloads"); n != 2 {
 			t.Errorf("%d Workload creates, want 2 (first and recreation)", n)
 		}
 	})
@@ -620,12 +611,12 @@ func TestKEP6276Idempotency(t *testing.T) {
 	t.Run("D-U5_deleted_podgroup_is_recreated_once_after_a_resync", func(t *testing.T) {
 		e := ktNewEnv(t, ktEnvOptions{})
 		_, _, rs := ktGangSetup(t, e)
-		pg, err := e.r.EnsurePodGroup(e.ctx, rs)
+		pg, err := e.r.EnsurePodGroup(e.Ctx, rs)
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.waitPodGroupCached(pg.Name, pg.ResourceVersion)
-		if _, err := e.r.EnsurePodGroup(e.ctx, rs); err != nil {
+		e.WaitPodGroupCached(pg.Name, pg.ResourceVersion)
+		if _, err := e.r.EnsurePodGroup(e.Ctx, rs); err != nil {
 			t.Fatal(err)
 		}
 		ktDeleteAndRecreatePodGroup(t, e, rs, pg)
@@ -636,34 +627,34 @@ func TestKEP6276Idempotency(t *testing.T) {
 	t.Run("D-U5_deleted_podgroup_is_recreated_once", func(t *testing.T) {
 		e := ktNewEnv(t, ktEnvOptions{})
 		_, _, rs := ktGangSetup(t, e)
-		pg, err := e.r.EnsurePodGroup(e.ctx, rs)
+		pg, err := e.r.EnsurePodGroup(e.Ctx, rs)
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.waitPodGroupCached(pg.Name, pg.ResourceVersion)
+		e.WaitPodGroupCached(pg.Name, pg.ResourceVersion)
 		ktDeleteAndRecreatePodGroup(t, e, rs, pg)
 	})
 
 	t.Run("D-U5_workload_already_exists_but_not_cached", func(t *testing.T) {
 		e := ktNewEnv(t, ktEnvOptions{})
 		d := ktDeployment(t, "inference-server", ptr.To[int32](3), ktFullIntent())
-		e.addDeployment(d)
+		e.storeDeployment(d)
 		inAPI, err := BuildWorkload(d, ktFullIntent())
 		if err != nil {
 			t.Fatal(err)
 		}
 		inAPI.UID, inAPI.ResourceVersion = "api-workload-uid", "7"
 		ktAPIOnly(e, "workloads", inAPI)
-		e.client.ClearActions()
+		e.Client.ClearActions()
 
-		got, err := e.r.EnsureWorkload(e.ctx, d)
+		got, err := e.r.EnsureWorkload(e.Ctx, d)
 		if err != nil || got == nil || got.UID != inAPI.UID {
 			t.Fatalf("EnsureWorkload = %+v, %v; want the API's Workload", got, err)
 		}
-		if c, g := e.count("create", "workloads"), e.count("get", "workloads"); c != 1 || g != 1 {
+		if c, g := e.Count("create", "workloads"), e.Count("get", "workloads"); c != 1 || g != 1 {
 			t.Errorf("creates %d, gets %d; want one of each", c, g)
 		}
-		if got := e.schedulingWrites(); !reflect.DeepEqual(got, []string{"create workloads"}) {
+		if got := e.SchedulingWrites(); !reflect.DeepEqual(got, []string{"create workloads"}) {
 			t.Errorf("writes = %v, want only the refused create", got)
 		}
 	})
@@ -677,24 +668,24 @@ func TestKEP6276Idempotency(t *testing.T) {
 		}
 		inAPI.UID, inAPI.ResourceVersion = "api-podgroup-uid", "7"
 		ktAPIOnly(e, "podgroups", inAPI)
-		e.client.ClearActions()
+		e.Client.ClearActions()
 
-		got, err := e.r.EnsurePodGroup(e.ctx, rs)
+		got, err := e.r.EnsurePodGroup(e.Ctx, rs)
 		if err != nil || got == nil || got.UID != inAPI.UID {
 			t.Fatalf("EnsurePodGroup = %+v, %v; want the API's PodGroup", got, err)
 		}
-		if c, g := e.count("create", "podgroups"), e.count("get", "podgroups"); c != 1 || g != 1 {
+		if c, g := e.Count("create", "podgroups"), e.Count("get", "podgroups"); c != 1 || g != 1 {
 			t.Errorf("creates %d, gets %d; want one of each", c, g)
 		}
 		// The next call uses what it read: no second create.
-		if again, err := e.r.EnsurePodGroup(e.ctx, rs); err != nil || again.UID != inAPI.UID {
+		if again, err := e.r.EnsurePodGroup(e.Ctx, rs); err != nil || again.UID != inAPI.UID {
 			t.Errorf("second EnsurePodGroup = %v, %v", again, err)
 		}
-		if c := e.count("create", "podgroups"); c != 1 {
+		if c := e.Count("create", "podgroups"); c != 1 {
 			t.Errorf("creates %d, want 1", c)
 		}
 		// Pods created right after get the PodGroup's UID.
-		pod, err := e.r.ReplicaSetControllerClient(e.client).CoreV1().Pods(ktNS).Create(e.ctx, ktPod("p", rs, &got.Name), metav1.CreateOptions{})
+		pod, err := e.r.ReplicaSetControllerClient(e.Client).CoreV1().Pods(ktNS).Create(e.Ctx, ktPod("p", rs, &got.Name), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -705,7 +696,7 @@ func TestKEP6276Idempotency(t *testing.T) {
 		for _, cached := range []bool{true, false} {
 			e := ktNewEnv(t, ktEnvOptions{})
 			d := ktDeployment(t, "inference-server", ptr.To[int32](3), ktFullIntent())
-			e.addDeployment(d)
+			e.storeDeployment(d)
 			foreign, err := BuildWorkload(d, ktGang(ptr.To[int32](1)))
 			if err != nil {
 				t.Fatal(err)
@@ -713,29 +704,29 @@ func TestKEP6276Idempotency(t *testing.T) {
 			// Same name, controlled by another Deployment of the same name (older UID).
 			foreign.OwnerReferences[0].UID = "someone-else"
 			if cached {
-				e.seed(foreign)
+				e.Seed(foreign)
 			} else {
 				foreign.UID, foreign.ResourceVersion = "foreign-uid", "3"
 				ktAPIOnly(e, "workloads", foreign)
 			}
-			e.events()
-			e.client.ClearActions()
-			w, err := e.r.EnsureWorkload(e.ctx, d)
+			e.Events()
+			e.Client.ClearActions()
+			w, err := e.r.EnsureWorkload(e.Ctx, d)
 			if err == nil || w != nil {
 				t.Errorf("cached=%v: EnsureWorkload = %v, %v; want an error", cached, w, err)
 			}
-			if got := e.schedulingWrites(); len(got) > 1 || (cached && len(got) != 0) {
+			if got := e.SchedulingWrites(); len(got) > 1 || (cached && len(got) != 0) {
 				t.Errorf("cached=%v: writes = %v, want none but a refused create", cached, got)
 			}
-			if e.count("update", "workloads")+e.count("delete", "workloads")+e.count("patch", "workloads") != 0 {
+			if e.Count("update", "workloads")+e.Count("delete", "workloads")+e.Count("patch", "workloads") != 0 {
 				t.Errorf("cached=%v: the foreign Workload was modified", cached)
 			}
-			if ev := e.events(); !ktHasEvent(ev, "Warning "+events.WorkloadNameCollision) {
+			if ev := e.Events(); !fakeapi.HasEvent(ev, "Warning "+events.WorkloadNameCollision) {
 				t.Errorf("cached=%v: events = %v, want %s", cached, ev, events.WorkloadNameCollision)
 			}
 			// And no ReplicaSet is created on top of it.
-			_, err = e.r.DeploymentControllerClient(e.client).AppsV1().ReplicaSets(ktNS).Create(e.ctx, ktReplicaSet(d, "5d8f9c7b6", 3), metav1.CreateOptions{})
-			if err == nil || e.count("create", "replicasets") != 0 {
+			_, err = e.r.DeploymentControllerClient(e.Client).AppsV1().ReplicaSets(ktNS).Create(e.Ctx, ktReplicaSet(d, "5d8f9c7b6", 3), metav1.CreateOptions{})
+			if err == nil || e.Count("create", "replicasets") != 0 {
 				t.Errorf("cached=%v: ReplicaSet created over a foreign Workload (err %v)", cached, err)
 			}
 		}
@@ -752,28 +743,28 @@ func TestKEP6276Idempotency(t *testing.T) {
 				t.Fatal(err)
 			}
 			if cached {
-				e.seed(foreign)
+				e.Seed(foreign)
 			} else {
 				foreign.UID, foreign.ResourceVersion = "foreign-uid", "3"
 				ktAPIOnly(e, "podgroups", foreign)
 			}
-			e.events()
-			e.client.ClearActions()
-			inner := &ktPodControl{client: e.client}
-			if err := e.r.PodControl(inner).CreatePods(e.ctx, ktNS, &rs.Spec.Template, rs, ktRSControllerRef(rs)); err == nil {
+			e.Events()
+			e.Client.ClearActions()
+			inner := &ktPodControl{client: e.Client}
+			if err := e.r.PodControl(inner).CreatePods(e.Ctx, ktNS, &rs.Spec.Template, rs, ktRSControllerRef(rs)); err == nil {
 				t.Errorf("cached=%v: CreatePods succeeded with a foreign PodGroup", cached)
 			}
 			if inner.calls != 0 {
 				t.Errorf("cached=%v: %d pods created into a foreign PodGroup", cached, inner.calls)
 			}
-			if got := e.schedulingWrites(); len(got) > 1 || (cached && len(got) != 0) {
+			if got := e.SchedulingWrites(); len(got) > 1 || (cached && len(got) != 0) {
 				t.Errorf("cached=%v: writes = %v, want none but a refused create", cached, got)
 			}
-			if e.count("update", "podgroups")+e.count("delete", "podgroups")+e.count("patch", "podgroups") != 0 {
+			if e.Count("update", "podgroups")+e.Count("delete", "podgroups")+e.Count("patch", "podgroups") != 0 {
 				t.Errorf("cached=%v: the foreign PodGroup was modified", cached)
 			}
 			if cached {
-				if ev := e.events(); !ktHasEvent(ev, "Warning "+events.PodGroupNameCollision) {
+				if ev := e.Events(); !fakeapi.HasEvent(ev, "Warning "+events.PodGroupNameCollision) {
 					t.Errorf("events = %v, want %s", ev, events.PodGroupNameCollision)
 				}
 			}
@@ -783,22 +774,22 @@ func TestKEP6276Idempotency(t *testing.T) {
 	t.Run("D-U5_workload_reconciles_only_minCount", func(t *testing.T) {
 		e := ktNewEnv(t, ktEnvOptions{})
 		d := ktDeployment(t, "inference-server", ptr.To[int32](3), ktFullIntent())
-		e.addDeployment(d)
+		e.storeDeployment(d)
 		w := e.ensureWorkloadCached(d)
-		e.client.ClearActions()
+		e.Client.ClearActions()
 
 		// Unchanged replicas: no write.
-		if _, err := e.r.EnsureWorkload(e.ctx, d); err != nil {
+		if _, err := e.r.EnsureWorkload(e.Ctx, d); err != nil {
 			t.Fatal(err)
 		}
-		if got := e.schedulingWrites(); len(got) != 0 {
+		if got := e.SchedulingWrites(); len(got) != 0 {
 			t.Errorf("writes with unchanged replicas = %v, want none", got)
 		}
 		// Scaled: one update, only minCount differs.
 		d5 := d.DeepCopy()
 		d5.Spec.Replicas = ptr.To[int32](5)
 		w5 := e.ensureWorkloadCached(d5)
-		if got := e.schedulingWrites(); !reflect.DeepEqual(got, []string{"update workloads"}) {
+		if got := e.SchedulingWrites(); !reflect.DeepEqual(got, []string{"update workloads"}) {
 			t.Errorf("writes after scaling = %v, want one update", got)
 		}
 		if *TemplateMinCount(w5) != 5 {
@@ -809,24 +800,24 @@ func TestKEP6276Idempotency(t *testing.T) {
 		if !equality.Semantic.DeepEqual(cmp.Spec, w.Spec) || !equality.Semantic.DeepEqual(cmp.OwnerReferences, w.OwnerReferences) || w5.UID != w.UID {
 			t.Errorf("update changed more than minCount:\n%+v\n%+v", cmp.Spec, w.Spec)
 		}
-		if _, err := e.r.EnsureWorkload(e.ctx, d5); err != nil {
+		if _, err := e.r.EnsureWorkload(e.Ctx, d5); err != nil {
 			t.Fatal(err)
 		}
-		if got := e.schedulingWrites(); len(got) != 1 {
+		if got := e.SchedulingWrites(); len(got) != 1 {
 			t.Errorf("writes after a repeated call = %v, want still one update", got)
 		}
 		// An explicit minCount does not follow replicas.
 		ex := ktDeployment(t, "prefill-workers", ptr.To[int32](4), ktGang(ptr.To[int32](3)))
-		e.addDeployment(ex)
+		e.storeDeployment(ex)
 		wex := e.ensureWorkloadCached(ex)
-		e.client.ClearActions()
+		e.Client.ClearActions()
 		ex6 := ex.DeepCopy()
 		ex6.Spec.Replicas = ptr.To[int32](6)
-		got, err := e.r.EnsureWorkload(e.ctx, ex6)
+		got, err := e.r.EnsureWorkload(e.Ctx, ex6)
 		if err != nil || *TemplateMinCount(got) != 3 || *TemplateMinCount(wex) != 3 {
 			t.Errorf("explicit minCount: %v, %v", got, err)
 		}
-		if got := e.schedulingWrites(); len(got) != 0 {
+		if got := e.SchedulingWrites(); len(got) != 0 {
 			t.Errorf("writes = %v, want none for an explicit minCount", got)
 		}
 	})
@@ -834,25 +825,25 @@ func TestKEP6276Idempotency(t *testing.T) {
 
 func ktDeleteAndRecreatePodGroup(t *testing.T, e *ktEnv, rs *appsv1.ReplicaSet, pg *schedulingv1beta1.PodGroup) {
 	t.Helper()
-	e.deleteFromAPI("podgroups", pg.Name)
-	e.waitPodGroupGone(pg.Name)
-	e.client.ClearActions()
+	e.DeleteBehindTheBack("podgroups", pg.Name)
+	e.WaitPodGroupGone(pg.Name)
+	e.Client.ClearActions()
 
-	inner := &ktPodControl{client: e.client}
+	inner := &ktPodControl{client: e.Client}
 	pc := e.r.PodControl(inner)
-	if err := pc.CreatePods(e.ctx, ktNS, &rs.Spec.Template, rs, ktRSControllerRef(rs)); err != nil {
+	if err := pc.CreatePods(e.Ctx, ktNS, &rs.Spec.Template, rs, ktRSControllerRef(rs)); err != nil {
 		t.Fatalf("CreatePods: %v", err)
 	}
-	if err := pc.CreatePods(e.ctx, ktNS, &rs.Spec.Template, rs, ktRSControllerRef(rs)); err != nil {
+	if err := pc.CreatePods(e.Ctx, ktNS, &rs.Spec.Template, rs, ktRSControllerRef(rs)); err != nil {
 		t.Fatalf("CreatePods: %v", err)
 	}
-	if got := e.schedulingWrites(); !reflect.DeepEqual(got, []string{"create podgroups"}) {
+	if got := e.SchedulingWrites(); !reflect.DeepEqual(got, []string{"create podgroups"}) {
 		t.Errorf("writes after the PodGroup was deleted = %v, want it recreated exactly once", got)
 	}
 	if len(inner.writesAtCall) == 0 || !reflect.DeepEqual(inner.writesAtCall[0], []string{"create podgroups"}) {
 		t.Errorf("writes at the first pod = %v, want the PodGroup recreated before it", inner.writesAtCall)
 	}
-	if _, err := e.client.SchedulingV1beta1().PodGroups(ktNS).Get(e.ctx, pg.Name, metav1.GetOptions{}); err != nil {
+	if _, err := e.Client.SchedulingV1beta1().PodGroups(ktNS).Get(e.Ctx, pg.Name, metav1.GetOptions{}); err != nil {
 		t.Errorf("PodGroup %s not recreated: %v; pods were created into a PodGroup that does not exist", pg.Name, err)
 	}
 }
@@ -862,13 +853,13 @@ func ktDeleteAndRecreatePodGroup(t *testing.T, e *ktEnv, rs *appsv1.ReplicaSet, 
 func ktAPIOnly(e *ktEnv, resource string, obj runtime.Object) {
 	name := obj.(metav1.Object).GetName()
 	gr := schedulingv1beta1.SchemeGroupVersion.WithResource(resource).GroupResource()
-	e.client.PrependReactor("create", resource, func(a clienttesting.Action) (bool, runtime.Object, error) {
+	e.Client.PrependReactor("create", resource, func(a clienttesting.Action) (bool, runtime.Object, error) {
 		if a.(clienttesting.CreateAction).GetObject().(metav1.Object).GetName() == name {
 			return true, nil, apierrors.NewAlreadyExists(gr, name)
 		}
 		return false, nil, nil
 	})
-	e.client.PrependReactor("get", resource, func(a clienttesting.Action) (bool, runtime.Object, error) {
+	e.Client.PrependReactor("get", resource, func(a clienttesting.Action) (bool, runtime.Object, error) {
 		if a.(clienttesting.GetAction).GetName() == name {
 			return true, obj.DeepCopyObject(), nil
 		}
@@ -892,33 +883,33 @@ func TestKEP6276GateOffAndNoIntent(t *testing.T) {
 			// The scheduling API is not even served: nothing may need it.
 			e := ktNewEnv(t, ktEnvOptions{gateOff: tc.gateOff, notServed: true})
 			d := ktDeployment(t, "web", ptr.To[int32](3), tc.cfg)
-			e.addDeployment(d)
+			e.storeDeployment(d)
 			rs := ktReplicaSet(d, "5d8f9c7b6", 3)
 
 			if cfg := e.r.IntentFor(d); cfg != nil {
 				t.Errorf("IntentFor = %+v, want nil", cfg)
 			}
-			if w, err := e.r.EnsureWorkload(e.ctx, d); w != nil || err != nil {
+			if w, err := e.r.EnsureWorkload(e.Ctx, d); w != nil || err != nil {
 				t.Errorf("EnsureWorkload = %v, %v; want nil, nil", w, err)
 			}
-			if pg, err := e.r.EnsurePodGroup(e.ctx, rs); pg != nil || err != nil {
+			if pg, err := e.r.EnsurePodGroup(e.Ctx, rs); pg != nil || err != nil {
 				t.Errorf("EnsurePodGroup = %v, %v; want nil, nil", pg, err)
 			}
-			rsClient := e.r.DeploymentControllerClient(e.client).AppsV1().ReplicaSets(ktNS)
-			created, err := rsClient.Create(e.ctx, rs, metav1.CreateOptions{})
+			rsClient := e.r.DeploymentControllerClient(e.Client).AppsV1().ReplicaSets(ktNS)
+			created, err := rsClient.Create(e.Ctx, rs, metav1.CreateOptions{})
 			if err != nil {
 				t.Fatalf("ReplicaSet create: %v", err)
 			}
 			created.Spec.Replicas = ptr.To[int32](5)
-			if _, err := rsClient.Update(e.ctx, created, metav1.UpdateOptions{}); err != nil {
+			if _, err := rsClient.Update(e.Ctx, created, metav1.UpdateOptions{}); err != nil {
 				t.Fatalf("ReplicaSet update: %v", err)
 			}
-			inner := &ktPodControl{client: e.client}
+			inner := &ktPodControl{client: e.Client}
 			template := &rs.Spec.Template
-			if err := e.r.PodControl(inner).CreatePods(e.ctx, ktNS, template, rs, ktRSControllerRef(rs)); err != nil {
+			if err := e.r.PodControl(inner).CreatePods(e.Ctx, ktNS, template, rs, ktRSControllerRef(rs)); err != nil {
 				t.Fatalf("CreatePods: %v", err)
 			}
-			if err := e.r.PodControl(inner).CreatePodsWithGenerateName(e.ctx, ktNS, template, rs, ktRSControllerRef(rs), "g-"); err != nil {
+			if err := e.r.PodControl(inner).CreatePodsWithGenerateName(e.Ctx, ktNS, template, rs, ktRSControllerRef(rs), "g-"); err != nil {
 				t.Fatalf("CreatePodsWithGenerateName: %v", err)
 			}
 			for i, got := range inner.templates {
@@ -930,17 +921,17 @@ func TestKEP6276GateOffAndNoIntent(t *testing.T) {
 				t.Errorf("template got a schedulingGroup")
 			}
 			pod := ktPod("p", rs, nil)
-			stored, err := e.r.ReplicaSetControllerClient(e.client).CoreV1().Pods(ktNS).Create(e.ctx, pod, metav1.CreateOptions{})
+			stored, err := e.r.ReplicaSetControllerClient(e.Client).CoreV1().Pods(ktNS).Create(e.Ctx, pod, metav1.CreateOptions{})
 			if err != nil || !equality.Semantic.DeepEqual(stored.OwnerReferences, pod.OwnerReferences) || stored.Spec.SchedulingGroup != nil {
 				t.Errorf("pod create not passed through: %+v, %v", stored, err)
 			}
-			if got := e.schedulingActions(); len(got) != 0 {
+			if got := e.SchedulingActions(); len(got) != 0 {
 				t.Errorf("scheduling.k8s.io actions = %v, want none", got)
 			}
-			if got := e.writes(); !reflect.DeepEqual(got, []string{"create replicasets", "update replicasets", "create pods"}) {
+			if got := e.Writes(); !reflect.DeepEqual(got, []string{"create replicasets", "update replicasets", "create pods"}) {
 				t.Errorf("writes = %v", got)
 			}
-			if ev := e.events(); len(ev) != 0 {
+			if ev := e.Events(); len(ev) != 0 {
 				t.Errorf("events = %v, want none", ev)
 			}
 		})
@@ -949,18 +940,18 @@ func TestKEP6276GateOffAndNoIntent(t *testing.T) {
 	t.Run("D-I8_gate_off_leaves_existing_podgroup_at_zero", func(t *testing.T) {
 		e := ktNewEnv(t, ktEnvOptions{})
 		_, _, rs := ktGangSetup(t, e)
-		pg, err := e.r.EnsurePodGroup(e.ctx, rs)
+		pg, err := e.r.EnsurePodGroup(e.Ctx, rs)
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.waitPodGroupCached(pg.Name, pg.ResourceVersion)
+		e.WaitPodGroupCached(pg.Name, pg.ResourceVersion)
 		e.gateOn.Store(false) // consulted on every call
-		e.client.ClearActions()
+		e.Client.ClearActions()
 		rs.Spec.Replicas = ptr.To[int32](0)
-		if got, err := e.r.EnsurePodGroup(e.ctx, rs); got != nil || err != nil {
+		if got, err := e.r.EnsurePodGroup(e.Ctx, rs); got != nil || err != nil {
 			t.Errorf("EnsurePodGroup = %v, %v", got, err)
 		}
-		if got := e.schedulingActions(); len(got) != 0 {
+		if got := e.SchedulingActions(); len(got) != 0 {
 			t.Errorf("scheduling actions with the gate off = %v, want none", got)
 		}
 	})
@@ -970,17 +961,17 @@ func TestKEP6276GateOffAndNoIntent(t *testing.T) {
 			e := ktNewEnv(t, ktEnvOptions{notServed: true})
 			d := ktDeployment(t, "web", ptr.To[int32](3), nil)
 			d.Annotations = map[string]string{intent.DeploymentAnnotation: value}
-			e.addDeployment(d)
+			e.storeDeployment(d)
 			if cfg := e.r.IntentFor(d); cfg != nil {
 				t.Errorf("IntentFor(%s) = %+v, want nil", value, cfg)
 			}
-			if ev := e.events(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Warning "+events.InvalidSchedulingIntent) {
+			if ev := e.Events(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Warning "+events.InvalidSchedulingIntent) {
 				t.Errorf("events for %s = %v, want one %s warning", value, ev, events.InvalidSchedulingIntent)
 			}
-			if w, err := e.r.EnsureWorkload(e.ctx, d); w != nil || err != nil {
+			if w, err := e.r.EnsureWorkload(e.Ctx, d); w != nil || err != nil {
 				t.Errorf("EnsureWorkload = %v, %v; want nil, nil", w, err)
 			}
-			if got := e.schedulingActions(); len(got) != 0 {
+			if got := e.SchedulingActions(); len(got) != 0 {
 				t.Errorf("scheduling actions = %v", got)
 			}
 		}
@@ -998,12 +989,12 @@ func TestKEP6276GateOffAndNoIntent(t *testing.T) {
 	t.Run("D-I8_gate_on_with_intent_but_api_not_served_is_retried", func(t *testing.T) {
 		e := ktNewEnv(t, ktEnvOptions{notServed: true})
 		d := ktDeployment(t, "web", ptr.To[int32](3), ktGang(nil))
-		e.addDeployment(d)
-		if w, err := e.r.EnsureWorkload(e.ctx, d); err == nil || w != nil {
+		e.storeDeployment(d)
+		if w, err := e.r.EnsureWorkload(e.Ctx, d); err == nil || w != nil {
 			t.Errorf("EnsureWorkload = %v, %v; want ErrNotServed", w, err)
 		}
-		_, err := e.r.DeploymentControllerClient(e.client).AppsV1().ReplicaSets(ktNS).Create(e.ctx, ktReplicaSet(d, "h", 3), metav1.CreateOptions{})
-		if err == nil || e.count("create", "replicasets") != 0 {
+		_, err := e.r.DeploymentControllerClient(e.Client).AppsV1().ReplicaSets(ktNS).Create(e.Ctx, ktReplicaSet(d, "h", 3), metav1.CreateOptions{})
+		if err == nil || e.Count("create", "replicasets") != 0 {
 			t.Errorf("ReplicaSet created before its Workload could be (err %v)", err)
 		}
 	})
@@ -1015,16 +1006,16 @@ func TestKEP6276DeploymentClient(t *testing.T) {
 	t.Run("D-U1_workload_created_before_the_replicaset", func(t *testing.T) {
 		e := ktNewEnv(t, ktEnvOptions{})
 		d := ktDeployment(t, "inference-server", ptr.To[int32](3), ktFullIntent())
-		e.addDeployment(d)
-		e.client.ClearActions()
+		e.storeDeployment(d)
+		e.Client.ClearActions()
 		rs := ktReplicaSet(d, "5d8f9c7b6", 3)
-		if _, err := e.r.DeploymentControllerClient(e.client).AppsV1().ReplicaSets(ktNS).Create(e.ctx, rs, metav1.CreateOptions{}); err != nil {
+		if _, err := e.r.DeploymentControllerClient(e.Client).AppsV1().ReplicaSets(ktNS).Create(e.Ctx, rs, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if got := e.writes(); !reflect.DeepEqual(got, []string{"create workloads", "create replicasets"}) {
+		if got := e.Writes(); !reflect.DeepEqual(got, []string{"create workloads", "create replicasets"}) {
 			t.Errorf("writes = %v, want the Workload then the ReplicaSet", got)
 		}
-		w := e.apiWorkload(WorkloadName(d))
+		w := e.GetWorkload(WorkloadName(d))
 		if !metav1.IsControlledBy(w, d) || *TemplateMinCount(w) != 3 {
 			t.Errorf("workload = %+v", w)
 		}
@@ -1033,28 +1024,28 @@ func TestKEP6276DeploymentClient(t *testing.T) {
 	t.Run("D-U1_scaling_update_reconciles_minCount_first", func(t *testing.T) {
 		e := ktNewEnv(t, ktEnvOptions{})
 		d := ktDeployment(t, "inference-server", ptr.To[int32](3), ktFullIntent())
-		e.addDeployment(d)
-		rsClient := e.r.DeploymentControllerClient(e.client).AppsV1().ReplicaSets(ktNS)
-		rs, err := rsClient.Create(e.ctx, ktReplicaSet(d, "5d8f9c7b6", 3), metav1.CreateOptions{})
+		e.storeDeployment(d)
+		rsClient := e.r.DeploymentControllerClient(e.Client).AppsV1().ReplicaSets(ktNS)
+		rs, err := rsClient.Create(e.Ctx, ktReplicaSet(d, "5d8f9c7b6", 3), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.waitWorkloadCached(WorkloadName(d), "")
-		e.client.ClearActions()
+		e.WaitWorkloadCached(WorkloadName(d), "")
+		e.Client.ClearActions()
 
 		// The user scales the Deployment to 5; the controller scales its ReplicaSet.
 		d5 := d.DeepCopy()
 		d5.Spec.Replicas = ptr.To[int32](5)
-		e.updateDeployment(d5)
+		e.storeDeployment(d5)
 		rs = rs.DeepCopy()
 		rs.Spec.Replicas = ptr.To[int32](5)
-		if _, err := rsClient.Update(e.ctx, rs, metav1.UpdateOptions{}); err != nil {
+		if _, err := rsClient.Update(e.Ctx, rs, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if got := e.writes(); !reflect.DeepEqual(got, []string{"update workloads", "update replicasets"}) {
+		if got := e.Writes(); !reflect.DeepEqual(got, []string{"update workloads", "update replicasets"}) {
 			t.Errorf("writes = %v, want the Workload minCount update before the ReplicaSet update", got)
 		}
-		if m := TemplateMinCount(e.apiWorkload(WorkloadName(d))); m == nil || *m != 5 {
+		if m := TemplateMinCount(e.GetWorkload(WorkloadName(d))); m == nil || *m != 5 {
 			t.Errorf("minCount = %v, want 5", m)
 		}
 	})
@@ -1062,7 +1053,7 @@ func TestKEP6276DeploymentClient(t *testing.T) {
 	t.Run("D-U1_replicaset_of_unknown_deployment_passes_through", func(t *testing.T) {
 		e := ktNewEnv(t, ktEnvOptions{})
 		d := ktDeployment(t, "inference-server", ptr.To[int32](3), ktFullIntent())
-		e.addDeployment(d)
+		e.storeDeployment(d)
 		for _, rs := range []*appsv1.ReplicaSet{
 			func() *appsv1.ReplicaSet { rs := ktReplicaSet(d, "a1", 1); rs.OwnerReferences = nil; return rs }(),
 			func() *appsv1.ReplicaSet {
@@ -1071,11 +1062,11 @@ func TestKEP6276DeploymentClient(t *testing.T) {
 				return rs
 			}(),
 		} {
-			if _, err := e.r.DeploymentControllerClient(e.client).AppsV1().ReplicaSets(ktNS).Create(e.ctx, rs, metav1.CreateOptions{}); err != nil {
+			if _, err := e.r.DeploymentControllerClient(e.Client).AppsV1().ReplicaSets(ktNS).Create(e.Ctx, rs, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if got := e.schedulingWrites(); len(got) != 0 {
+		if got := e.SchedulingWrites(); len(got) != 0 {
 			t.Errorf("scheduling writes = %v, want none", got)
 		}
 	})

@@ -23,21 +23,21 @@ func TestKEP6276UpstreamDeploymentController(t *testing.T) {
 			e := ktNewEnv(t, ktEnvOptions{})
 			d := ktDeployment(t, tc.name, ptr.To[int32](3), ktFullIntent())
 			d.UID = "upstream-deploy-uid"
-			if _, err := e.client.AppsV1().Deployments(ktNS).Create(e.ctx, d, metav1.CreateOptions{}); err != nil {
+			if _, err := e.Client.AppsV1().Deployments(ktNS).Create(e.Ctx, d, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			apps := e.apps.Apps().V1()
-			dc, err := upstreamdeployment.NewDeploymentController(e.ctx, apps.Deployments(), apps.ReplicaSets(), e.apps.Core().V1().Pods(), e.r.DeploymentControllerClient(e.client))
+			dc, err := upstreamdeployment.NewDeploymentController(e.Ctx, apps.Deployments(), apps.ReplicaSets(), e.apps.Core().V1().Pods(), e.r.DeploymentControllerClient(e.Client))
 			if err != nil {
 				t.Fatal(err)
 			}
-			e.apps.Start(e.ctx.Done())
-			e.apps.WaitForCacheSync(e.ctx.Done())
-			go dc.Run(e.ctx, 1)
+			e.apps.Start(e.Ctx.Done())
+			e.apps.WaitForCacheSync(e.Ctx.Done())
+			go dc.Run(e.Ctx, 1)
 
 			var rs *appsv1.ReplicaSet
-			e.eventually("the upstream controller to create a ReplicaSet", func() bool {
-				list, err := e.client.AppsV1().ReplicaSets(ktNS).List(e.ctx, metav1.ListOptions{})
+			e.Eventually("the upstream controller to create a ReplicaSet", func() bool {
+				list, err := e.Client.AppsV1().ReplicaSets(ktNS).List(e.Ctx, metav1.ListOptions{})
 				if err != nil || len(list.Items) == 0 {
 					return false
 				}
@@ -45,7 +45,7 @@ func TestKEP6276UpstreamDeploymentController(t *testing.T) {
 				return true
 			})
 			var order []string
-			for _, w := range e.writes() {
+			for _, w := range e.Writes() {
 				if w == "create workloads" || w == "create replicasets" {
 					order = append(order, w)
 				}
@@ -53,14 +53,14 @@ func TestKEP6276UpstreamDeploymentController(t *testing.T) {
 			if len(order) < 2 || order[0] != "create workloads" || order[1] != "create replicasets" {
 				t.Errorf("writes = %v, want the Workload created before the ReplicaSet", order)
 			}
-			if n := e.count("create", "workloads"); n != 1 {
+			if n := e.Count("create", "workloads"); n != 1 {
 				t.Errorf("%d Workload creates, want 1", n)
 			}
 			hash := rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
 			if hash == "" || rs.Name != PodGroupName(d.Name, hash) {
 				t.Errorf("ReplicaSet %q (hash %q), PodGroupName %q: want equal", rs.Name, hash, PodGroupName(d.Name, hash))
 			}
-			w := e.apiWorkload(WorkloadName(d))
+			w := e.GetWorkload(WorkloadName(d))
 			if m := TemplateMinCount(w); m == nil || *m != 3 || !metav1.IsControlledBy(w, d) {
 				t.Errorf("Workload = %+v, want controlled by the Deployment with minCount 3", w)
 			}

@@ -28,13 +28,13 @@ func TestOwnerGoingAway(t *testing.T) {
 		e := ktNewEnv(t, ktEnvOptions{gateOff: true})
 		d := ktDeployment(t, "doomed", ptr.To[int32](2), ktGang(nil))
 		terminating(d)
-		e.addDeployment(d)
+		e.storeDeployment(d)
 		e.gateOn.Store(true) // the controller side comes back while the Deployment terminates
-		e.client.ClearActions()
-		if err := e.workers.syncDeployment(e.ctx, ktNS+"/doomed"); err != nil {
+		e.Client.ClearActions()
+		if err := e.workers.syncDeployment(e.Ctx, ktNS+"/doomed"); err != nil {
 			t.Fatalf("sync of a terminating Deployment = %v, want nil (nothing to retry)", err)
 		}
-		if got := e.writes(); len(got) != 0 {
+		if got := e.Writes(); len(got) != 0 {
 			t.Fatalf("writes for a terminating Deployment: %v", got)
 		}
 	})
@@ -45,14 +45,14 @@ func TestOwnerGoingAway(t *testing.T) {
 		if err := e.deploys.Add(d); err != nil { // in the cache only: deleted from the API
 			t.Fatal(err)
 		}
-		e.client.ClearActions()
-		if err := e.workers.syncDeployment(e.ctx, ktNS+"/gone"); err != nil {
+		e.Client.ClearActions()
+		if err := e.workers.syncDeployment(e.Ctx, ktNS+"/gone"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.r.EnsureWorkload(e.ctx, d); !errors.Is(err, ownerguard.ErrOwnerGone) {
+		if _, err := e.r.EnsureWorkload(e.Ctx, d); !errors.Is(err, ownerguard.ErrOwnerGone) {
 			t.Fatalf("EnsureWorkload of a deleted Deployment = %v, want ErrOwnerGone", err)
 		}
-		if got := e.writes(); len(got) != 0 {
+		if got := e.Writes(); len(got) != 0 {
 			t.Fatalf("writes for a deleted Deployment: %v", got)
 		}
 	})
@@ -60,15 +60,15 @@ func TestOwnerGoingAway(t *testing.T) {
 	t.Run("a Deployment replaced under the same name gets nothing from the old cache entry", func(t *testing.T) {
 		e := ktNewEnv(t, ktEnvOptions{})
 		old := ktDeployment(t, "reborn", ptr.To[int32](2), ktGang(nil))
-		e.addDeployment(old)
+		e.storeDeployment(old)
 		reborn := old.DeepCopy()
 		reborn.UID = types.UID("deploy-uid-reborn-2")
-		e.storeInAPI(appsv1.SchemeGroupVersion.WithResource("deployments"), reborn) // the cache still has the old one
-		e.client.ClearActions()
-		if _, err := e.r.EnsureWorkload(e.ctx, old); !errors.Is(err, ownerguard.ErrOwnerGone) {
+		e.Store(reborn) // the cache still has the old one
+		e.Client.ClearActions()
+		if _, err := e.r.EnsureWorkload(e.Ctx, old); !errors.Is(err, ownerguard.ErrOwnerGone) {
 			t.Fatalf("EnsureWorkload for a replaced Deployment = %v, want ErrOwnerGone", err)
 		}
-		if got := e.writes(); len(got) != 0 {
+		if got := e.Writes(); len(got) != 0 {
 			t.Fatalf("writes for a replaced Deployment: %v", got)
 		}
 	})
@@ -77,13 +77,13 @@ func TestOwnerGoingAway(t *testing.T) {
 		e := ktNewEnv(t, ktEnvOptions{})
 		d := ktDeployment(t, "doomed", ptr.To[int32](2), ktGang(nil))
 		terminating(d)
-		e.addDeployment(d)
-		e.client.ClearActions()
+		e.storeDeployment(d)
+		e.Client.ClearActions()
 		rs := ktReplicaSet(d, "5d8f9c7b6", 2)
-		if _, err := e.r.DeploymentControllerClient(e.client).AppsV1().ReplicaSets(ktNS).Create(e.ctx, rs, metav1.CreateOptions{}); err != nil {
+		if _, err := e.r.DeploymentControllerClient(e.Client).AppsV1().ReplicaSets(ktNS).Create(e.Ctx, rs, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("ReplicaSet create of a terminating Deployment failed: %v", err)
 		}
-		if got, want := e.writes(), []string{"create replicasets"}; len(got) != 1 || got[0] != want[0] {
+		if got, want := e.Writes(), []string{"create replicasets"}; len(got) != 1 || got[0] != want[0] {
 			t.Fatalf("writes = %v, want only %v", got, want)
 		}
 	})
@@ -91,32 +91,32 @@ func TestOwnerGoingAway(t *testing.T) {
 	t.Run("no PodGroup for a ReplicaSet deleted behind a stale cache, nor for a terminating one", func(t *testing.T) {
 		e := ktNewEnv(t, ktEnvOptions{})
 		d := ktDeployment(t, "web", ptr.To[int32](2), ktGang(nil))
-		e.addDeployment(d)
+		e.storeDeployment(d)
 		e.ensureWorkloadCached(d)
 		stale := ktReplicaSet(d, "5d8f9c7b6", 2) // in the worker's cache, not in the API
 		if err := e.apps.Apps().V1().ReplicaSets().Informer().GetIndexer().Add(stale); err != nil {
 			t.Fatal(err)
 		}
-		e.client.ClearActions()
+		e.Client.ClearActions()
 		key, _ := cache.MetaNamespaceKeyFunc(stale)
-		if err := e.workers.syncReplicaSet(e.ctx, key); err != nil {
+		if err := e.workers.syncReplicaSet(e.Ctx, key); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.r.EnsurePodGroup(e.ctx, stale); !errors.Is(err, ownerguard.ErrOwnerGone) {
+		if _, err := e.r.EnsurePodGroup(e.Ctx, stale); !errors.Is(err, ownerguard.ErrOwnerGone) {
 			t.Fatalf("EnsurePodGroup of a deleted ReplicaSet = %v, want ErrOwnerGone", err)
 		}
 		dying := e.replicaSet(d, "77f8c9d4b", 2)
 		dying.DeletionTimestamp = ptr.To(metav1.Now())
-		e.storeInAPI(appsv1.SchemeGroupVersion.WithResource("replicasets"), dying)
-		if _, err := e.r.EnsurePodGroup(e.ctx, dying); !errors.Is(err, ownerguard.ErrOwnerGone) {
+		e.Store(dying)
+		if _, err := e.r.EnsurePodGroup(e.Ctx, dying); !errors.Is(err, ownerguard.ErrOwnerGone) {
 			t.Fatalf("EnsurePodGroup of a terminating ReplicaSet = %v, want ErrOwnerGone", err)
 		}
 		// A pod of such a ReplicaSet is not created ungrouped either: the create fails and is retried.
-		inner := &ktPodControl{client: e.client}
-		if err := e.r.PodControl(inner).CreatePods(e.ctx, ktNS, &stale.Spec.Template, stale, ktRSControllerRef(stale)); err == nil {
+		inner := &ktPodControl{client: e.Client}
+		if err := e.r.PodControl(inner).CreatePods(e.Ctx, ktNS, &stale.Spec.Template, stale, ktRSControllerRef(stale)); err == nil {
 			t.Fatal("a pod of a deleted gang ReplicaSet was created without its PodGroup")
 		}
-		if got := e.writes(); len(got) != 0 {
+		if got := e.Writes(); len(got) != 0 {
 			t.Fatalf("writes for ReplicaSets going away: %v", got)
 		}
 	})

@@ -10,33 +10,11 @@ import (
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
 	"github.com/workload-aware/apps-harness/controllers/events"
+	"github.com/workload-aware/apps-harness/controllers/internal/fakeapi"
 )
-
-// updateBehindTheBack changes a stored object as another client would (no
-// action recorded) and waits for the informer.
-func (e *stEnv) updateBehindTheBack(obj runtime.Object) {
-	e.t.Helper()
-	switch o := obj.(type) {
-	case *schedulingv1beta1.Workload:
-		o.ResourceVersion = fmt.Sprint(e.rv.Add(1))
-		if err := e.client.Tracker().Update(schedulingv1beta1.SchemeGroupVersion.WithResource("workloads"), o, stNS); err != nil {
-			e.t.Fatal(err)
-		}
-		e.waitWorkloadCached(o.Name, o.ResourceVersion)
-	case *schedulingv1beta1.PodGroup:
-		o.ResourceVersion = fmt.Sprint(e.rv.Add(1))
-		if err := e.client.Tracker().Update(schedulingv1beta1.SchemeGroupVersion.WithResource("podgroups"), o, stNS); err != nil {
-			e.t.Fatal(err)
-		}
-		e.waitPodGroupCached(o.Name, o.ResourceVersion)
-	default:
-		e.t.Fatalf("updateBehindTheBack: unexpected %T", obj)
-	}
-}
 
 // stScaleAround scales set up by one (creating a pod) and back down (deleting
 // it), the two paths that sync minCount.
@@ -57,22 +35,22 @@ func TestKEP6277Discovery(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
 		set := stSet(t, "db", 3, stGang())
 		w := stWorkload("hand-named-workload", stRefTo(set), stTemplate("quorum", 3))
-		e.seed(w)
+		e.Seed(w)
 		pg := stPodGroup("totally-unrelated-name", w.Name, "quorum", 3)
-		e.seed(pg)
+		e.Seed(pg)
 		// Decoys: other kinds or names in controllerRef, other templates or
 		// Workloads in workloadRef.
-		e.seed(stWorkload("db-decoy-deployment", schedulingv1beta1.TypedLocalObjectReference{APIGroup: "apps", Kind: "Deployment", Name: "db"}, stTemplate("quorum", 3)))
-		e.seed(stWorkload("db-decoy-other-set", schedulingv1beta1.TypedLocalObjectReference{APIGroup: "apps", Kind: "StatefulSet", Name: "db2"}, stTemplate("quorum", 3)))
-		e.seed(stPodGroup("db-decoy-other-template", w.Name, "other", 3))
-		e.seed(stPodGroup("db-decoy-other-workload", "db-decoy-deployment", "quorum", 3))
-		e.addSet(set)
-		e.client.ClearActions()
+		e.Seed(stWorkload("db-decoy-deployment", schedulingv1beta1.TypedLocalObjectReference{APIGroup: "apps", Kind: "Deployment", Name: "db"}, stTemplate("quorum", 3)))
+		e.Seed(stWorkload("db-decoy-other-set", schedulingv1beta1.TypedLocalObjectReference{APIGroup: "apps", Kind: "StatefulSet", Name: "db2"}, stTemplate("quorum", 3)))
+		e.Seed(stPodGroup("db-decoy-other-template", w.Name, "other", 3))
+		e.Seed(stPodGroup("db-decoy-other-workload", "db-decoy-deployment", "quorum", 3))
+		e.storeSet(set)
+		e.Client.ClearActions()
 
 		for i := range 3 {
 			stCheckGrouped(t, e.mustCreatePod(stPod(set, i, stRevision1)), set, pg)
 		}
-		if got := e.schedulingWrites(); len(got) != 0 {
+		if got := e.SchedulingWrites(); len(got) != 0 {
 			t.Errorf("scheduling writes = %v, want none (discovered and used)", got)
 		}
 	})
@@ -81,14 +59,14 @@ func TestKEP6277Discovery(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
 		set := stSet(t, "db", 3, stGang())
 		w := stWorkload("hand-named-workload", stRefTo(set), stTemplate("quorum", 2))
-		e.seed(w)
-		e.addSet(set)
-		e.client.ClearActions()
+		e.Seed(w)
+		e.storeSet(set)
+		e.Client.ClearActions()
 		pod := e.mustCreatePod(stPod(set, 0, stRevision1))
-		if got, want := e.schedulingWrites(), []string{"create podgroups"}; !reflect.DeepEqual(got, want) {
+		if got, want := e.SchedulingWrites(), []string{"create podgroups"}; !reflect.DeepEqual(got, want) {
 			t.Fatalf("scheduling writes = %v, want %v", got, want)
 		}
-		pg := e.onlyPodGroup()
+		pg := e.OnlyPodGroup()
 		if pg.Spec.WorkloadRef == nil || pg.Spec.WorkloadRef.WorkloadName != w.Name || pg.Spec.WorkloadRef.TemplateName != "quorum" {
 			t.Errorf("workloadRef = %+v, want {%s quorum}", pg.Spec.WorkloadRef, w.Name)
 		}
@@ -99,19 +77,19 @@ func TestKEP6277Discovery(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
 		set := stSet(t, "db", 3, stGang())
 		w := stManagedWorkload(t, set, stGang())
-		e.seed(w)
-		e.addSet(set)
-		e.client.ClearActions()
+		e.Seed(w)
+		e.storeSet(set)
+		e.Client.ClearActions()
 		pod := e.mustCreatePod(stPod(set, 0, stRevision1))
-		if got, want := e.writes(), []string{"create podgroups", "create pods"}; !reflect.DeepEqual(got, want) {
+		if got, want := e.Writes(), []string{"create podgroups", "create pods"}; !reflect.DeepEqual(got, want) {
 			t.Fatalf("writes = %v, want %v", got, want)
 		}
-		pg := e.onlyPodGroup()
+		pg := e.OnlyPodGroup()
 		if len(pg.OwnerReferences) != 2 || pg.OwnerReferences[1].UID != w.UID || pg.OwnerReferences[1].Name != w.Name {
 			t.Errorf("PodGroup ownerReferences = %+v, want the StatefulSet and the existing Workload %s", pg.OwnerReferences, w.UID)
 		}
-		if len(e.workloads()) != 1 {
-			t.Errorf("%d Workloads, want the existing one only", len(e.workloads()))
+		if len(e.StoredWorkloads()) != 1 {
+			t.Errorf("%d Workloads, want the existing one only", len(e.StoredWorkloads()))
 		}
 		stCheckGrouped(t, pod, set, pg)
 	})
@@ -119,63 +97,63 @@ func TestKEP6277Discovery(t *testing.T) {
 	t.Run("S-U12_crash_between_workload_and_podgroup_recovers_without_duplicates", func(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
 		set := stSet(t, "db", 3, stGang())
-		e.addSet(set)
-		e.fail("create", "podgroups", fmt.Errorf("connection reset"))
+		e.storeSet(set)
+		e.Fail("create", "podgroups", fmt.Errorf("connection reset"))
 		if _, err := e.createPod(stPod(set, 0, stRevision1)); err == nil {
 			t.Fatal("pod created without its PodGroup")
 		}
-		if ev := e.events(); !stHasEvent(ev, "Warning "+events.WorkloadCreationFailed+" Error creating PodGroup") {
+		if ev := e.Events(); !fakeapi.HasEvent(ev, "Warning "+events.WorkloadCreationFailed+" Error creating PodGroup") {
 			t.Errorf("events = %v, want Warning %s about the PodGroup", ev, events.WorkloadCreationFailed)
 		}
-		e.heal("create", "podgroups")
+		e.Heal("create", "podgroups")
 		// A fresh Reconciler (a restarted controller) over the same API.
-		e.syncCaches()
-		e.r = NewReconciler(Options{Client: e.client, StatefulSets: e.r.sets, Pods: e.r.pods, Scheduling: e.sched, Recorder: e.recorder, Gates: e.r.gates})
-		e.cc = e.r.ControllerClient(e.client)
+		e.SyncCaches()
+		e.r = NewReconciler(Options{Client: e.Client, StatefulSets: e.r.sets, Pods: e.r.pods, Scheduling: e.Sched, Recorder: e.Recorder, Gates: e.r.gates})
+		e.cc = e.r.ControllerClient(e.Client)
 		pod := e.mustCreatePod(stPod(set, 0, stRevision1))
-		if got, want := e.writes(), []string{"create workloads", "create podgroups", "create podgroups", "create pods"}; !reflect.DeepEqual(got, want) {
+		if got, want := e.Writes(), []string{"create workloads", "create podgroups", "create podgroups", "create pods"}; !reflect.DeepEqual(got, want) {
 			t.Errorf("writes = %v, want %v (one Workload create)", got, want)
 		}
-		stCheckGrouped(t, pod, set, e.onlyPodGroup())
-		if len(e.workloads()) != 1 {
-			t.Errorf("%d Workloads, want 1", len(e.workloads()))
+		stCheckGrouped(t, pod, set, e.OnlyPodGroup())
+		if len(e.StoredWorkloads()) != 1 {
+			t.Errorf("%d Workloads, want 1", len(e.StoredWorkloads()))
 		}
 	})
 
 	t.Run("S-U12_retry_before_the_informer_sees_the_workload_creates_no_duplicate", func(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{laggingInformers: true})
 		set := stSet(t, "db", 3, stGang())
-		e.addSet(set)
-		e.fail("create", "podgroups", fmt.Errorf("connection reset"))
+		e.storeSet(set)
+		e.Fail("create", "podgroups", fmt.Errorf("connection reset"))
 		if _, err := e.createPod(stPod(set, 0, stRevision1)); err == nil {
 			t.Fatal("pod created without its PodGroup")
 		}
-		e.heal("create", "podgroups")
+		e.Heal("create", "podgroups")
 		pod := e.mustCreatePod(stPod(set, 0, stRevision1))
 		e.mustCreatePod(stPod(set, 1, stRevision1))
-		if got, want := e.writes(), []string{"create workloads", "create podgroups", "create podgroups", "create pods", "create pods"}; !reflect.DeepEqual(got, want) {
+		if got, want := e.Writes(), []string{"create workloads", "create podgroups", "create podgroups", "create pods", "create pods"}; !reflect.DeepEqual(got, want) {
 			t.Errorf("writes = %v, want %v (the controller's own writes stand in for the lagging informer)", got, want)
 		}
-		stCheckGrouped(t, pod, set, e.onlyPodGroup())
-		if len(e.workloads()) != 1 {
-			t.Errorf("%d Workloads, want 1", len(e.workloads()))
+		stCheckGrouped(t, pod, set, e.OnlyPodGroup())
+		if len(e.StoredWorkloads()) != 1 {
+			t.Errorf("%d Workloads, want 1", len(e.StoredWorkloads()))
 		}
 		// Scaling still updates with the current resourceVersions.
 		set = stScale(e, set, 4)
 		e.mustCreatePod(stPod(set, 2, stRevision1))
-		if stTemplateMin(e.onlyWorkload()) != 4 || stGangMin(e.onlyPodGroup()) != 4 {
-			t.Errorf("minCounts %d/%d, want 4/4", stTemplateMin(e.onlyWorkload()), stGangMin(e.onlyPodGroup()))
+		if stTemplateMin(e.OnlyWorkload()) != 4 || stGangMin(e.OnlyPodGroup()) != 4 {
+			t.Errorf("minCounts %d/%d, want 4/4", stTemplateMin(e.OnlyWorkload()), stGangMin(e.OnlyPodGroup()))
 		}
 	})
 
 	t.Run("S-U13_pods_without_objects_nothing_created", func(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
 		set := stSet(t, "db", 3, stGang())
-		e.addSet(set)
+		e.storeSet(set)
 		e.seedPod(stPod(set, 0, stRevision1))
-		e.client.ClearActions()
+		e.Client.ClearActions()
 		stCheckUngrouped(t, e.mustCreatePod(stPod(set, 1, stRevision1)), set)
-		if got := e.schedulingCalls(); len(got) != 0 {
+		if got := e.SchedulingCalls(); len(got) != 0 {
 			t.Errorf("scheduling calls = %v, want none", got)
 		}
 	})
@@ -183,13 +161,13 @@ func TestKEP6277Discovery(t *testing.T) {
 	t.Run("S-U13_terminal_pod_counts_as_a_pod", func(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
 		set := stSet(t, "db", 3, stGang())
-		e.addSet(set)
+		e.storeSet(set)
 		done := stPod(set, 0, stRevision1)
 		done.Status.Phase = corev1.PodSucceeded
 		e.seedPod(done)
-		e.client.ClearActions()
+		e.Client.ClearActions()
 		stCheckUngrouped(t, e.mustCreatePod(stPod(set, 1, stRevision1)), set)
-		if got := e.schedulingWrites(); len(got) != 0 {
+		if got := e.SchedulingWrites(); len(got) != 0 {
 			t.Errorf("scheduling writes = %v, want none", got)
 		}
 	})
@@ -197,13 +175,13 @@ func TestKEP6277Discovery(t *testing.T) {
 	t.Run("S-U13_pods_of_another_statefulset_do_not_count", func(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
 		set := stSet(t, "db", 3, stGang())
-		e.addSet(set)
+		e.storeSet(set)
 		other := stSet(t, "db", 3, stGang())
 		other.UID = "sts-uid-db-previous"
 		e.seedPod(stPod(other, 0, stRevision1)) // same name, other UID
-		e.client.ClearActions()
+		e.Client.ClearActions()
 		e.mustCreatePod(stPod(set, 1, stRevision1))
-		if got, want := e.schedulingWrites(), []string{"create workloads", "create podgroups"}; !reflect.DeepEqual(got, want) {
+		if got, want := e.SchedulingWrites(), []string{"create workloads", "create podgroups"}; !reflect.DeepEqual(got, want) {
 			t.Errorf("scheduling writes = %v, want %v", got, want)
 		}
 	})
@@ -211,12 +189,12 @@ func TestKEP6277Discovery(t *testing.T) {
 	t.Run("S-U13_pods_and_workload_without_podgroup_nothing_created", func(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
 		set := stSet(t, "db", 3, stGang())
-		e.seed(stManagedWorkload(t, set, stGang()))
-		e.addSet(set)
+		e.Seed(stManagedWorkload(t, set, stGang()))
+		e.storeSet(set)
 		e.seedPod(stPod(set, 0, stRevision1))
-		e.client.ClearActions()
+		e.Client.ClearActions()
 		stCheckUngrouped(t, e.mustCreatePod(stPod(set, 1, stRevision1)), set)
-		if got := e.schedulingWrites(); len(got) != 0 {
+		if got := e.SchedulingWrites(); len(got) != 0 {
 			t.Errorf("scheduling writes = %v, want none", got)
 		}
 	})
@@ -225,17 +203,17 @@ func TestKEP6277Discovery(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
 		set := stSet(t, "db", 3, stGang())
 		w := stManagedWorkload(t, set, stGang())
-		e.seed(w)
+		e.Seed(w)
 		pg, err := BuildPodGroup(set, w, "db", true, true)
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.seed(pg)
-		e.addSet(set)
+		e.Seed(pg)
+		e.storeSet(set)
 		e.seedPod(Grouped(stPod(set, 0, stRevision1), pg))
-		e.client.ClearActions()
+		e.Client.ClearActions()
 		stCheckGrouped(t, e.mustCreatePod(stPod(set, 1, stRevision1)), set, pg)
-		if got := e.schedulingWrites(); len(got) != 0 {
+		if got := e.SchedulingWrites(); len(got) != 0 {
 			t.Errorf("scheduling writes = %v, want none", got)
 		}
 	})
@@ -249,22 +227,22 @@ func TestKEP6277Discovery(t *testing.T) {
 		a := stManagedWorkload(t, stale, stGang())
 		b := stManagedWorkload(t, stale, stGang())
 		b.Name = "db-second"
-		e.seed(a)
-		e.seed(b)
-		e.addSet(set)
-		e.client.ClearActions()
+		e.Seed(a)
+		e.Seed(b)
+		e.storeSet(set)
+		e.Client.ClearActions()
 		pod := e.mustCreatePod(stPod(set, 0, stRevision1))
 		stCheckUngrouped(t, pod, set)
 		if err := e.deletePod(pod.Name); err != nil {
 			t.Fatal(err)
 		}
-		if got := e.schedulingWrites(); len(got) != 0 {
+		if got := e.SchedulingWrites(); len(got) != 0 {
 			t.Errorf("scheduling writes = %v, want none", got)
 		}
-		if ev := e.events(); !stHasEvent(ev, "Warning "+events.AmbiguousWorkload) {
+		if ev := e.Events(); !fakeapi.HasEvent(ev, "Warning "+events.AmbiguousWorkload) {
 			t.Errorf("events = %v, want Warning %s", ev, events.AmbiguousWorkload)
 		}
-		if stTemplateMin(e.apiWorkload(a.Name)) != 2 || stTemplateMin(e.apiWorkload(b.Name)) != 2 || len(e.podGroups()) != 0 {
+		if stTemplateMin(e.GetWorkload(a.Name)) != 2 || stTemplateMin(e.GetWorkload(b.Name)) != 2 || len(e.StoredPodGroups()) != 0 {
 			t.Errorf("ambiguous Workloads mutated or PodGroups created")
 		}
 	})
@@ -273,16 +251,16 @@ func TestKEP6277Discovery(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
 		set := stSet(t, "db", 3, stGang())
 		w := stWorkload("db-byo", stRefTo(set), stTemplate("db", 3))
-		e.seed(w)
-		e.seed(stPodGroup("db-one", w.Name, "db", 3))
-		e.seed(stPodGroup("db-two", w.Name, "db", 3))
-		e.addSet(set)
-		e.client.ClearActions()
+		e.Seed(w)
+		e.Seed(stPodGroup("db-one", w.Name, "db", 3))
+		e.Seed(stPodGroup("db-two", w.Name, "db", 3))
+		e.storeSet(set)
+		e.Client.ClearActions()
 		stCheckUngrouped(t, e.mustCreatePod(stPod(set, 0, stRevision1)), set)
-		if got := e.schedulingWrites(); len(got) != 0 {
+		if got := e.SchedulingWrites(); len(got) != 0 {
 			t.Errorf("scheduling writes = %v, want none", got)
 		}
-		if ev := e.events(); !stHasEvent(ev, "Warning "+events.AmbiguousPodGroup) {
+		if ev := e.Events(); !fakeapi.HasEvent(ev, "Warning "+events.AmbiguousPodGroup) {
 			t.Errorf("events = %v, want Warning %s", ev, events.AmbiguousPodGroup)
 		}
 	})
@@ -307,13 +285,13 @@ func TestKEP6277Discovery(t *testing.T) {
 			e := stNewEnv(t, stEnvOptions{})
 			set := stSet(t, "db", 3, stGang())
 			w := mk(set)
-			e.seed(w)
+			e.Seed(w)
 			pg := stPodGroup("user-podgroup", w.Name, "db", 3)
 			pg.Annotations = w.Annotations
 			pg.OwnerReferences = w.OwnerReferences
-			e.seed(pg)
-			e.addSet(set)
-			e.client.ClearActions()
+			e.Seed(pg)
+			e.storeSet(set)
+			e.Client.ClearActions()
 			for i := range 3 {
 				stCheckGrouped(t, e.mustCreatePod(stPod(set, i, stRevision1)), set, pg)
 			}
@@ -325,13 +303,13 @@ func TestKEP6277Discovery(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if got := e.schedulingCalls(); len(got) != 0 {
+			if got := e.SchedulingCalls(); len(got) != 0 {
 				t.Errorf("scheduling calls = %v, want none", got)
 			}
-			if got := e.apiWorkload(w.Name); !equality.Semantic.DeepEqual(got, w) {
+			if got := e.GetWorkload(w.Name); !equality.Semantic.DeepEqual(got, w) {
 				t.Errorf("Workload changed:\n got %+v\nwant %+v", got, w)
 			}
-			if got := e.apiPodGroup(pg.Name); !equality.Semantic.DeepEqual(got, pg) {
+			if got := e.GetPodGroup(pg.Name); !equality.Semantic.DeepEqual(got, pg) {
 				t.Errorf("PodGroup changed:\n got %+v\nwant %+v", got, pg)
 			}
 		})
@@ -341,16 +319,16 @@ func TestKEP6277Discovery(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
 		set := stSet(t, "db", 3, stGang())
 		w := stWorkload("user-workload", stRefTo(set), stTemplate("db", 5))
-		e.seed(w)
+		e.Seed(w)
 		other := stSet(t, "other", 1, nil)
 		pg := stPodGroup("user-podgroup", w.Name, "db", 3)
 		pg.Annotations = map[string]string{ManagedByAnnotation: ManagedByValue}
 		pg.OwnerReferences = []metav1.OwnerReference{*stSetRef(other)}
-		e.seed(pg)
-		e.addSet(set)
-		e.client.ClearActions()
+		e.Seed(pg)
+		e.storeSet(set)
+		e.Client.ClearActions()
 		stCheckGrouped(t, e.mustCreatePod(stPod(set, 0, stRevision1)), set, pg)
-		if got := e.schedulingCalls(); len(got) != 0 {
+		if got := e.SchedulingCalls(); len(got) != 0 {
 			t.Errorf("scheduling calls = %v, want none (template says 5, PodGroup 3, but it is not ours)", got)
 		}
 	})
@@ -359,12 +337,12 @@ func TestKEP6277Discovery(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
 		set := stSet(t, "db", 5, stGang())
 		w := stWorkload("user-workload", stRefTo(set), stTemplate("quorum", 2))
-		e.seed(w)
-		e.addSet(set)
-		e.client.ClearActions()
+		e.Seed(w)
+		e.storeSet(set)
+		e.Client.ClearActions()
 		pod := e.mustCreatePod(stPod(set, 0, stRevision1))
-		pg := e.onlyPodGroup()
-		if got, want := e.schedulingWrites(), []string{"create podgroups"}; !reflect.DeepEqual(got, want) {
+		pg := e.OnlyPodGroup()
+		if got, want := e.SchedulingWrites(), []string{"create podgroups"}; !reflect.DeepEqual(got, want) {
 			t.Fatalf("scheduling writes = %v, want %v", got, want)
 		}
 		if stGangMin(pg) != 2 {
@@ -377,22 +355,22 @@ func TestKEP6277Discovery(t *testing.T) {
 		for i := 1; i < 5; i++ {
 			e.mustCreatePod(stPod(set, i, stRevision1))
 		}
-		e.syncCaches()
+		e.SyncCaches()
 		// The Workload's owner changes its template; scaling the set follows it
 		// for the PodGroup only.
-		w = e.apiWorkload(w.Name)
+		w = e.GetWorkload(w.Name)
 		w.Spec.PodGroupTemplates[0].SchedulingPolicy.Gang.MinCount = 4
-		e.updateBehindTheBack(w)
-		e.client.ClearActions()
+		e.UpdateBehindTheBack(w)
+		e.Client.ClearActions()
 		set = stScale(e, set, 7)
 		e.mustCreatePod(stPod(set, 5, stRevision1))
-		if got, want := e.schedulingWrites(), []string{"update podgroups"}; !reflect.DeepEqual(got, want) {
+		if got, want := e.SchedulingWrites(), []string{"update podgroups"}; !reflect.DeepEqual(got, want) {
 			t.Errorf("scheduling writes = %v, want %v", got, want)
 		}
-		if stGangMin(e.apiPodGroup(pg.Name)) != 4 {
-			t.Errorf("PodGroup minCount = %d, want the template's 4", stGangMin(e.apiPodGroup(pg.Name)))
+		if stGangMin(e.GetPodGroup(pg.Name)) != 4 {
+			t.Errorf("PodGroup minCount = %d, want the template's 4", stGangMin(e.GetPodGroup(pg.Name)))
 		}
-		if got := e.apiWorkload(w.Name); !equality.Semantic.DeepEqual(got, w) {
+		if got := e.GetWorkload(w.Name); !equality.Semantic.DeepEqual(got, w) {
 			t.Errorf("the user's Workload was mutated: %+v", got.Spec)
 		}
 		// Scaling down leaves both where the template says.
@@ -400,8 +378,8 @@ func TestKEP6277Discovery(t *testing.T) {
 		if err := e.deletePod("db-5"); err != nil {
 			t.Fatal(err)
 		}
-		if n := e.count("update", "workloads"); n != 0 || stGangMin(e.apiPodGroup(pg.Name)) != 4 {
-			t.Errorf("%d Workload updates, PodGroup minCount %d; want 0 and 4", n, stGangMin(e.apiPodGroup(pg.Name)))
+		if n := e.Count("update", "workloads"); n != 0 || stGangMin(e.GetPodGroup(pg.Name)) != 4 {
+			t.Errorf("%d Workload updates, PodGroup minCount %d; want 0 and 4", n, stGangMin(e.GetPodGroup(pg.Name)))
 		}
 	})
 
@@ -409,12 +387,12 @@ func TestKEP6277Discovery(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
 		set := stSet(t, "db", 3, stGang())
 		w := stWorkload("user-workload", stRefTo(set), stTemplate("db", 3))
-		e.seed(w)
+		e.Seed(w)
 		pg := stPodGroup("user-podgroup", w.Name, "db", 3)
-		e.seed(pg)
-		e.addSet(set)
+		e.Seed(pg)
+		e.storeSet(set)
 		e.createAll(set, 3, stRevision1)
-		e.client.ClearActions()
+		e.Client.ClearActions()
 		set = stScale(e, set, 6)
 		for i := 3; i < 6; i++ {
 			stCheckGrouped(t, e.mustCreatePod(stPod(set, i, stRevision1)), set, pg)
@@ -425,10 +403,10 @@ func TestKEP6277Discovery(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if got := e.schedulingCalls(); len(got) != 0 {
+		if got := e.SchedulingCalls(); len(got) != 0 {
 			t.Errorf("scheduling calls = %v, want none", got)
 		}
-		if !equality.Semantic.DeepEqual(e.apiWorkload(w.Name), w) || !equality.Semantic.DeepEqual(e.apiPodGroup(pg.Name), pg) {
+		if !equality.Semantic.DeepEqual(e.GetWorkload(w.Name), w) || !equality.Semantic.DeepEqual(e.GetPodGroup(pg.Name), pg) {
 			t.Errorf("BYO objects mutated")
 		}
 	})
@@ -437,18 +415,18 @@ func TestKEP6277Discovery(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
 		set := stSet(t, "db", 3, stGang())
 		w := stManagedWorkload(t, set, stGang())
-		e.seed(w)
+		e.Seed(w)
 		pg := stPodGroup("user-podgroup", w.Name, "db", 3)
-		e.seed(pg)
-		e.addSet(set)
+		e.Seed(pg)
+		e.storeSet(set)
 		e.createAll(set, 3, stRevision1)
-		e.client.ClearActions()
+		e.Client.ClearActions()
 		set = stScale(e, set, 4)
 		stCheckGrouped(t, e.mustCreatePod(stPod(set, 3, stRevision1)), set, pg)
-		if got, want := e.schedulingWrites(), []string{"update workloads"}; !reflect.DeepEqual(got, want) {
+		if got, want := e.SchedulingWrites(), []string{"update workloads"}; !reflect.DeepEqual(got, want) {
 			t.Errorf("scheduling writes = %v, want %v (its own Workload only)", got, want)
 		}
-		if !equality.Semantic.DeepEqual(e.apiPodGroup(pg.Name), pg) {
+		if !equality.Semantic.DeepEqual(e.GetPodGroup(pg.Name), pg) {
 			t.Errorf("BYO PodGroup mutated")
 		}
 	})
@@ -462,17 +440,17 @@ func TestKEP6277Discovery(t *testing.T) {
 				tmpls = append(tmpls, stTemplate(fmt.Sprintf("t%d", i), 3))
 			}
 			w := stWorkload("user-workload", stRefTo(set), tmpls...)
-			e.seed(w)
-			e.addSet(set)
-			e.client.ClearActions()
+			e.Seed(w)
+			e.storeSet(set)
+			e.Client.ClearActions()
 			stCheckUngrouped(t, e.mustCreatePod(stPod(set, 0, stRevision1)), set)
-			if got := e.schedulingWrites(); len(got) != 0 {
+			if got := e.SchedulingWrites(); len(got) != 0 {
 				t.Errorf("scheduling writes = %v, want none", got)
 			}
-			if ev := e.events(); !stHasEvent(ev, "Warning "+events.UnusableWorkload) {
+			if ev := e.Events(); !fakeapi.HasEvent(ev, "Warning "+events.UnusableWorkload) {
 				t.Errorf("events = %v, want Warning %s", ev, events.UnusableWorkload)
 			}
-			if !equality.Semantic.DeepEqual(e.apiWorkload(w.Name), w) {
+			if !equality.Semantic.DeepEqual(e.GetWorkload(w.Name), w) {
 				t.Errorf("Workload mutated")
 			}
 		})
@@ -518,15 +496,15 @@ func TestKEP6277Composition(t *testing.T) {
 	t.Run("S-U19_podgroup_from_the_parents_named_template", func(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
 		parent := stParentWorkload()
-		e.seed(parent)
+		e.Seed(parent)
 		set := stDelegatedSet(t, "llm-workers", 4, map[string]string{GroupTemplateNameAnnotation: "worker"})
-		e.addSet(set)
-		e.client.ClearActions()
+		e.storeSet(set)
+		e.Client.ClearActions()
 		pod := e.mustCreatePod(stPod(set, 0, stRevision1))
-		if got, want := e.writes(), []string{"create podgroups", "create pods"}; !reflect.DeepEqual(got, want) {
+		if got, want := e.Writes(), []string{"create podgroups", "create pods"}; !reflect.DeepEqual(got, want) {
 			t.Fatalf("writes = %v, want %v (no Workload of its own)", got, want)
 		}
-		pg := e.onlyPodGroup()
+		pg := e.OnlyPodGroup()
 		if want := (&schedulingv1beta1.WorkloadReference{WorkloadName: parent.Name, TemplateName: "worker"}); !equality.Semantic.DeepEqual(pg.Spec.WorkloadRef, want) {
 			t.Errorf("workloadRef = %+v, want %+v", pg.Spec.WorkloadRef, want)
 		}
@@ -544,7 +522,7 @@ func TestKEP6277Composition(t *testing.T) {
 			t.Errorf("parentCompositePodGroupName = %q, want unset without the annotation", *pg.Spec.ParentCompositePodGroupName)
 		}
 		stCheckGrouped(t, pod, set, pg)
-		if !equality.Semantic.DeepEqual(e.apiWorkload(parent.Name), parent) {
+		if !equality.Semantic.DeepEqual(e.GetWorkload(parent.Name), parent) {
 			t.Errorf("the parent's Workload was mutated")
 		}
 	})
@@ -552,15 +530,15 @@ func TestKEP6277Composition(t *testing.T) {
 	t.Run("S-U19_existing_delegated_podgroup_reused", func(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
 		parent := stParentWorkload()
-		e.seed(parent)
+		e.Seed(parent)
 		set := stDelegatedSet(t, "llm-workers", 4, map[string]string{GroupTemplateNameAnnotation: "worker"})
-		e.addSet(set)
+		e.storeSet(set)
 		e.createAll(set, 2, stRevision1)
-		e.syncCaches()
-		pg := e.onlyPodGroup()
-		e.client.ClearActions()
+		e.SyncCaches()
+		pg := e.OnlyPodGroup()
+		e.Client.ClearActions()
 		stCheckGrouped(t, e.mustCreatePod(stPod(set, 2, stRevision1)), set, pg)
-		if got := e.schedulingWrites(); len(got) != 0 {
+		if got := e.SchedulingWrites(); len(got) != 0 {
 			t.Errorf("scheduling writes = %v, want none", got)
 		}
 	})
@@ -572,18 +550,18 @@ func TestKEP6277Composition(t *testing.T) {
 	t.Run("S-U19_sibling_statefulsets_sharing_a_template_get_their_own_podgroups", func(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
 		parent := stCompositeParentWorkload()
-		e.seed(parent)
+		e.Seed(parent)
 		a := stDelegatedSet(t, "llm-workers-0", 4, map[string]string{GroupTemplateNameAnnotation: "worker", ParentCompositePodGroupAnnotation: "llm-group-0"})
 		b := stDelegatedSet(t, "llm-workers-1", 4, map[string]string{GroupTemplateNameAnnotation: "worker", ParentCompositePodGroupAnnotation: "llm-group-1"})
-		e.addSet(a)
-		e.addSet(b)
+		e.storeSet(a)
+		e.storeSet(b)
 		podA := e.mustCreatePod(stPod(a, 0, stRevision1))
-		e.syncCaches()
+		e.SyncCaches()
 		podB, err := e.createPod(stPod(b, 0, stRevision1))
 		if err != nil {
-			t.Fatalf("second child's pod: %v (events %v)", err, e.events())
+			t.Fatalf("second child's pod: %v (events %v)", err, e.Events())
 		}
-		pgs := e.podGroups()
+		pgs := e.StoredPodGroups()
 		if len(pgs) != 2 {
 			t.Fatalf("%d PodGroups, want one per child", len(pgs))
 		}
@@ -596,18 +574,18 @@ func TestKEP6277Composition(t *testing.T) {
 	t.Run("S-U19_S-U20_template_nested_in_the_parents_composite_tree", func(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
 		parent := stCompositeParentWorkload()
-		e.seed(parent)
+		e.Seed(parent)
 		set := stDelegatedSet(t, "llm-workers", 4, map[string]string{
 			GroupTemplateNameAnnotation:       "worker",
 			ParentCompositePodGroupAnnotation: "llm-replica-0-workers",
 		})
-		e.addSet(set)
-		e.client.ClearActions()
+		e.storeSet(set)
+		e.Client.ClearActions()
 		pod := e.mustCreatePod(stPod(set, 0, stRevision1))
-		if got, want := e.writes(), []string{"create podgroups", "create pods"}; !reflect.DeepEqual(got, want) {
+		if got, want := e.Writes(), []string{"create podgroups", "create pods"}; !reflect.DeepEqual(got, want) {
 			t.Fatalf("writes = %v, want %v", got, want)
 		}
-		pg := e.onlyPodGroup()
+		pg := e.OnlyPodGroup()
 		if want := (&schedulingv1beta1.WorkloadReference{WorkloadName: parent.Name, TemplateName: "worker"}); !equality.Semantic.DeepEqual(pg.Spec.WorkloadRef, want) {
 			t.Errorf("workloadRef = %+v, want %+v", pg.Spec.WorkloadRef, want)
 		}
@@ -622,78 +600,78 @@ func TestKEP6277Composition(t *testing.T) {
 		for i := 1; i < 4; i++ {
 			e.mustCreatePod(stPod(set, i, stRevision1))
 		}
-		e.syncCaches()
-		parent = e.apiWorkload(parent.Name)
+		e.SyncCaches()
+		parent = e.GetWorkload(parent.Name)
 		parent.Spec.CompositePodGroupTemplates[0].CompositePodGroupTemplates[0].PodGroupTemplates[0].SchedulingPolicy.Gang.MinCount = 3
-		e.updateBehindTheBack(parent)
+		e.UpdateBehindTheBack(parent)
 		stScale(e, set, 3)
-		e.client.ClearActions()
+		e.Client.ClearActions()
 		if err := e.deletePod("llm-workers-3"); err != nil {
 			t.Fatal(err)
 		}
-		if got, want := e.writes(), []string{"update podgroups", "delete pods"}; !reflect.DeepEqual(got, want) {
+		if got, want := e.Writes(), []string{"update podgroups", "delete pods"}; !reflect.DeepEqual(got, want) {
 			t.Errorf("writes = %v, want %v", got, want)
 		}
-		if stGangMin(e.apiPodGroup(pg.Name)) != 3 || !equality.Semantic.DeepEqual(e.apiWorkload(parent.Name), parent) {
-			t.Errorf("PodGroup minCount %d, want 3 from the nested template (and the parent untouched)", stGangMin(e.apiPodGroup(pg.Name)))
+		if stGangMin(e.GetPodGroup(pg.Name)) != 3 || !equality.Semantic.DeepEqual(e.GetWorkload(parent.Name), parent) {
+			t.Errorf("PodGroup minCount %d, want 3 from the nested template (and the parent untouched)", stGangMin(e.GetPodGroup(pg.Name)))
 		}
 	})
 
 	t.Run("S-U23_composite_name_is_not_a_podgroup_template", func(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
-		e.seed(stCompositeParentWorkload())
+		e.Seed(stCompositeParentWorkload())
 		set := stDelegatedSet(t, "llm-workers", 4, map[string]string{GroupTemplateNameAnnotation: "workers"})
-		e.addSet(set)
-		e.client.ClearActions()
+		e.storeSet(set)
+		e.Client.ClearActions()
 		stCheckUngrouped(t, e.mustCreatePod(stPod(set, 0, stRevision1)), set)
-		if got, want := e.writes(), []string{"create pods"}; !reflect.DeepEqual(got, want) {
+		if got, want := e.Writes(), []string{"create pods"}; !reflect.DeepEqual(got, want) {
 			t.Errorf("writes = %v, want %v", got, want)
 		}
-		if ev := e.events(); !stHasEvent(ev, "Warning "+events.UnresolvedParentWorkload) {
+		if ev := e.Events(); !fakeapi.HasEvent(ev, "Warning "+events.UnresolvedParentWorkload) {
 			t.Errorf("events = %v, want Warning %s", ev, events.UnresolvedParentWorkload)
 		}
 	})
 
 	t.Run("S-U20_parent_compositepodgroup_linked", func(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
-		e.seed(stParentWorkload())
+		e.Seed(stParentWorkload())
 		set := stDelegatedSet(t, "llm-workers", 4, map[string]string{
 			GroupTemplateNameAnnotation:       "worker",
 			ParentCompositePodGroupAnnotation: "llm-group-0",
 		})
-		e.addSet(set)
+		e.storeSet(set)
 		pod := e.mustCreatePod(stPod(set, 0, stRevision1))
-		pg := e.onlyPodGroup()
+		pg := e.OnlyPodGroup()
 		if got := ptr.Deref(pg.Spec.ParentCompositePodGroupName, ""); got != "llm-group-0" {
 			t.Errorf("parentCompositePodGroupName = %q, want llm-group-0", got)
 		}
 		stCheckGrouped(t, pod, set, pg)
-		if len(e.workloads()) != 1 {
-			t.Errorf("%d Workloads, want only the parent's", len(e.workloads()))
+		if len(e.StoredWorkloads()) != 1 {
+			t.Errorf("%d Workloads, want only the parent's", len(e.StoredWorkloads()))
 		}
 	})
 
 	t.Run("S-U21_parent_owner_without_annotation_manages_its_own", func(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
 		parent := stParentWorkload()
-		e.seed(parent)
+		e.Seed(parent)
 		set := stDelegatedSet(t, "llm-workers", 4, nil)
-		e.addSet(set)
-		e.client.ClearActions()
+		e.storeSet(set)
+		e.Client.ClearActions()
 		pod := e.mustCreatePod(stPod(set, 0, stRevision1))
-		if got, want := e.writes(), []string{"create workloads", "create podgroups", "create pods"}; !reflect.DeepEqual(got, want) {
+		if got, want := e.Writes(), []string{"create workloads", "create podgroups", "create pods"}; !reflect.DeepEqual(got, want) {
 			t.Fatalf("writes = %v, want %v", got, want)
 		}
-		w := e.apiWorkload(WorkloadName(set))
+		w := e.GetWorkload(WorkloadName(set))
 		if !equality.Semantic.DeepEqual(w.Spec.ControllerRef, ptr.To(stRefTo(set))) || !CreatedByController(w, set) {
 			t.Errorf("own Workload %+v, want controllerRef to the StatefulSet, created by the controller", w)
 		}
-		pg := e.apiPodGroup(PodGroupName(w.Name, TemplateName(set)))
+		pg := e.GetPodGroup(PodGroupName(w.Name, TemplateName(set)))
 		stCheckGrouped(t, pod, set, pg)
 		if pg.Spec.WorkloadRef.WorkloadName != w.Name || len(pg.OwnerReferences) != 2 {
 			t.Errorf("PodGroup %+v, want it from the own Workload, owned by it", pg)
 		}
-		if !equality.Semantic.DeepEqual(e.apiWorkload(parent.Name), parent) {
+		if !equality.Semantic.DeepEqual(e.GetWorkload(parent.Name), parent) {
 			t.Errorf("the parent's Workload was mutated")
 		}
 	})
@@ -704,20 +682,20 @@ func TestKEP6277Composition(t *testing.T) {
 	} {
 		t.Run("S-U22_annotation_without_parent_controller_"+name, func(t *testing.T) {
 			e := stNewEnv(t, stEnvOptions{})
-			e.seed(stParentWorkload())
+			e.Seed(stParentWorkload())
 			set := stSet(t, "llm-workers", 4, stGang())
 			set.Annotations[GroupTemplateNameAnnotation] = "worker"
 			set.OwnerReferences = owners
-			e.addSet(set)
-			e.client.ClearActions()
+			e.storeSet(set)
+			e.Client.ClearActions()
 			pod := e.mustCreatePod(stPod(set, 0, stRevision1))
-			if got, want := e.writes(), []string{"create workloads", "create podgroups", "create pods"}; !reflect.DeepEqual(got, want) {
+			if got, want := e.Writes(), []string{"create workloads", "create podgroups", "create pods"}; !reflect.DeepEqual(got, want) {
 				t.Fatalf("writes = %v, want %v", got, want)
 			}
-			w := e.apiWorkload(WorkloadName(set))
-			pg := e.apiPodGroup(PodGroupName(w.Name, TemplateName(set)))
+			w := e.GetWorkload(WorkloadName(set))
+			pg := e.GetPodGroup(PodGroupName(w.Name, TemplateName(set)))
 			stCheckGrouped(t, pod, set, pg)
-			if ev := e.events(); !stHasEvent(ev, "Warning "+events.GroupTemplateNameIgnored) {
+			if ev := e.Events(); !fakeapi.HasEvent(ev, "Warning "+events.GroupTemplateNameIgnored) {
 				t.Errorf("events = %v, want Warning %s", ev, events.GroupTemplateNameIgnored)
 			}
 		})
@@ -739,22 +717,22 @@ func TestKEP6277Composition(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := stNewEnv(t, stEnvOptions{})
 			for _, w := range tc.workloads {
-				e.seed(w)
+				e.Seed(w)
 			}
 			// The child's own would-be Workload must not appear either.
 			set := stDelegatedSet(t, "llm-workers", 4, map[string]string{GroupTemplateNameAnnotation: "worker"})
-			e.addSet(set)
-			e.client.ClearActions()
+			e.storeSet(set)
+			e.Client.ClearActions()
 			pod := e.mustCreatePod(stPod(set, 0, stRevision1))
 			stCheckUngrouped(t, pod, set)
-			if got, want := e.writes(), []string{"create pods"}; !reflect.DeepEqual(got, want) {
+			if got, want := e.Writes(), []string{"create pods"}; !reflect.DeepEqual(got, want) {
 				t.Errorf("writes = %v, want %v (no Workload, no PodGroup)", got, want)
 			}
-			if ev := e.events(); !stHasEvent(ev, "Warning "+events.UnresolvedParentWorkload) {
+			if ev := e.Events(); !fakeapi.HasEvent(ev, "Warning "+events.UnresolvedParentWorkload) {
 				t.Errorf("events = %v, want Warning %s", ev, events.UnresolvedParentWorkload)
 			}
 			for _, w := range tc.workloads {
-				if !equality.Semantic.DeepEqual(e.apiWorkload(w.Name), w) {
+				if !equality.Semantic.DeepEqual(e.GetWorkload(w.Name), w) {
 					t.Errorf("Workload %s mutated", w.Name)
 				}
 			}
@@ -764,35 +742,35 @@ func TestKEP6277Composition(t *testing.T) {
 	t.Run("S-U16_parent_workload_delegated_podgroup_follows_the_template", func(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
 		parent := stParentWorkload()
-		e.seed(parent)
+		e.Seed(parent)
 		set := stDelegatedSet(t, "llm-workers", 4, map[string]string{GroupTemplateNameAnnotation: "worker"})
-		e.addSet(set)
+		e.storeSet(set)
 		e.createAll(set, 4, stRevision1)
-		e.syncCaches()
-		pg := e.onlyPodGroup()
-		e.client.ClearActions()
+		e.SyncCaches()
+		pg := e.OnlyPodGroup()
+		e.Client.ClearActions()
 		// Scaling the child alone changes nothing: the template is authoritative.
 		stScale(e, set, 2)
 		if err := e.deletePod("llm-workers-3"); err != nil {
 			t.Fatal(err)
 		}
-		if got := e.schedulingWrites(); len(got) != 0 {
+		if got := e.SchedulingWrites(); len(got) != 0 {
 			t.Errorf("scheduling writes = %v, want none", got)
 		}
 		// The parent lowers its template first; the next delete follows it.
-		parent = e.apiWorkload(parent.Name)
+		parent = e.GetWorkload(parent.Name)
 		parent.Spec.PodGroupTemplates[1].SchedulingPolicy.Gang.MinCount = 2
-		e.updateBehindTheBack(parent)
+		e.UpdateBehindTheBack(parent)
 		if err := e.deletePod("llm-workers-2"); err != nil {
 			t.Fatal(err)
 		}
-		if got, want := e.writes(), []string{"delete pods", "update podgroups", "delete pods"}; !reflect.DeepEqual(got, want) {
+		if got, want := e.Writes(), []string{"delete pods", "update podgroups", "delete pods"}; !reflect.DeepEqual(got, want) {
 			t.Errorf("writes = %v, want %v", got, want)
 		}
-		if stGangMin(e.apiPodGroup(pg.Name)) != 2 {
-			t.Errorf("delegated PodGroup minCount = %d, want the template's 2", stGangMin(e.apiPodGroup(pg.Name)))
+		if stGangMin(e.GetPodGroup(pg.Name)) != 2 {
+			t.Errorf("delegated PodGroup minCount = %d, want the template's 2", stGangMin(e.GetPodGroup(pg.Name)))
 		}
-		if !equality.Semantic.DeepEqual(e.apiWorkload(parent.Name), parent) {
+		if !equality.Semantic.DeepEqual(e.GetWorkload(parent.Name), parent) {
 			t.Errorf("the parent's Workload was mutated")
 		}
 	})

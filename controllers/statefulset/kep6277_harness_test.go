@@ -1,79 +1,54 @@
 package statefulset
 
-// Shared fixtures of the KEP-6277 unit tests (kep6277_*_test.go). Every
-// identifier carries the st prefix so other test files of the package cannot
-// collide with them. The approach is the Deployment side's
-// (controllers/deployment/kep6276_harness_test.go): one fake clientset whose
-// reactors give scheduling objects UIDs and resourceVersions, real informers,
-// and schedulingapi informers started against fake discovery.
+// Shared fixtures of the KEP-6277 unit tests (kep6277_*_test.go): a
+// Reconciler wired over a fake API (controllers/internal/fakeapi, the same as
+// the Deployment side's), the StatefulSet's caches and wrapped client, and the
+// StatefulSet-side objects. Every identifier carries the st prefix so other
+// test files of the package cannot collide with them.
 
 import (
-	"context"
 	"fmt"
-	"strconv"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
 	"github.com/workload-aware/apps-harness/api/intent"
 	"github.com/workload-aware/apps-harness/controllers/features"
-	"github.com/workload-aware/apps-harness/controllers/schedulingapi"
+	"github.com/workload-aware/apps-harness/controllers/internal/fakeapi"
 )
 
 const (
-	stNS          = "databases"
-	stSchedGroup  = "scheduling.k8s.io"
-	stZone        = "topology.kubernetes.io/zone"
-	stRack        = "topology.kubernetes.io/rack"
-	stWaitTimeout = 10 * time.Second
-	stRevision1   = "db-7c9d8f6b5"
-	stRevision2   = "db-5b4f7c9d8"
+	stNS        = "databases"
+	stZone      = "topology.kubernetes.io/zone"
+	stRack      = "topology.kubernetes.io/rack"
+	stRevision1 = "db-7c9d8f6b5"
+	stRevision2 = "db-5b4f7c9d8"
 )
 
 // stEnv is one Reconciler over one fake API. The wrapped controller client
-// and the test share the fake clientset, so its action log shows the order of
-// every write.
+// and the test share the API's clientset, so its action log shows the order
+// of every write.
 type stEnv struct {
-	t        *testing.T
-	ctx      context.Context
-	client   *fake.Clientset
+	*fakeapi.API
 	r        *Reconciler
 	cc       kubernetes.Interface // r.ControllerClient(client): what the upstream controller is given
 	apps     informers.SharedInformerFactory
-	sched    *schedulingapi.Informers
 	sets     cache.Indexer
 	pods     cache.Indexer
-	recorder *record.FakeRecorder
 	gateOn   atomic.Bool
 	claimsOn atomic.Bool
-	rv       atomic.Int64
-	uid      atomic.Int64
-
-	mu       sync.Mutex
-	failures map[string]error // "verb resource" -> error returned by the fake API
 }
 
 type stEnvOptions struct {
@@ -86,209 +61,77 @@ type stEnvOptions struct {
 
 func stNewEnv(t *testing.T, o stEnvOptions) *stEnv {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	e := &stEnv{
-		t:        t,
-		ctx:      ctx,
-		client:   fake.NewClientset(),
-		recorder: record.NewFakeRecorder(1000),
-		failures: map[string]error{},
-	}
-	e.rv.Store(100)
+	e := &stEnv{API: fakeapi.New(t, fakeapi.Options{Namespace: stNS, LaggingInformers: o.laggingInformers})}
+	// A status update writes the status only, as the apiserver's status
+	// subresource does (the fake would store the whole, possibly stale,
+	// object and revert a scale).
+	e.React("update", "statefulsets", e.updateStatusOnly)
 	e.gateOn.Store(!o.gateOff)
 	e.claimsOn.Store(!o.claimsOff)
-	e.client.Resources = []*metav1.APIResourceList{{
-		GroupVersion: schedulingapi.GroupVersion,
-		APIResources: []metav1.APIResource{
-			{Name: "workloads", Namespaced: true, Kind: "Workload"},
-			{Name: "podgroups", Namespaced: true, Kind: "PodGroup"},
-		},
-	}}
-	e.apiServerSemantics()
-	if o.laggingInformers {
-		e.client.PrependWatchReactor("*", func(a clienttesting.Action) (bool, watch.Interface, error) {
-			if a.GetResource().Group != stSchedGroup {
-				return false, nil, nil
-			}
-			return true, watch.NewFake(), nil
-		})
-	}
-	// Prepended last, so it runs first: an injected failure wins.
-	e.client.PrependReactor("*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		if err, ok := e.failures[a.GetVerb()+" "+a.GetResource().Resource]; ok {
-			return true, nil, err
-		}
-		return false, nil, nil
-	})
 	// Wired as the controller manager wires it. The apps informers start only
 	// in the test that runs the upstream controller; the others fill the
 	// StatefulSet and pod caches by hand.
-	e.apps = informers.NewSharedInformerFactory(e.client, 0)
+	e.apps = informers.NewSharedInformerFactory(e.Client, 0)
 	setInf, podInf := e.apps.Apps().V1().StatefulSets(), e.apps.Core().V1().Pods()
 	e.sets, e.pods = setInf.Informer().GetIndexer(), podInf.Informer().GetIndexer()
-	e.sched = schedulingapi.New(e.client, 0)
 	e.r = NewReconciler(Options{
-		Client:       e.client,
+		Client:       e.Client,
 		StatefulSets: setInf.Lister(),
 		Pods:         podInf.Lister(),
-		Scheduling:   e.sched,
-		Recorder:     e.recorder,
+		Scheduling:   e.Sched,
+		Recorder:     e.Recorder,
 		Gates: features.Gates{
 			Workload:                  e.gateOn.Load,
 			DRAWorkloadResourceClaims: e.claimsOn.Load,
 		},
 	})
-	e.cc = e.r.ControllerClient(e.client)
-	e.sched.PollInterval = 10 * time.Millisecond
-	e.sched.Start(klog.NewContext(ctx, logr.Discard()))
-	e.eventually("scheduling informers ready", func() bool { return e.sched.Ready() == nil })
+	e.cc = e.r.ControllerClient(e.Client)
+	e.StartScheduling()
 	return e
 }
 
-// apiServerSemantics makes the fake behave like an apiserver where the code
-// under test depends on it: new pods are Pending, a status update writes the
-// status only, scheduling objects get a UID and a fresh resourceVersion on
-// every write, and an update carrying a stale resourceVersion is a conflict.
-func (e *stEnv) apiServerSemantics() {
-	e.client.PrependReactor("create", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		if a.GetResource().Group != stSchedGroup {
-			return false, nil, nil
-		}
-		m, err := meta.Accessor(a.(clienttesting.CreateAction).GetObject())
-		if err != nil {
-			return true, nil, err
-		}
-		if m.GetUID() == "" {
-			m.SetUID(types.UID(fmt.Sprintf("%s-uid-%d", a.GetResource().Resource, e.uid.Add(1))))
-		}
-		m.SetResourceVersion(strconv.FormatInt(e.rv.Add(1), 10))
+func (e *stEnv) updateStatusOnly(a clienttesting.Action) (bool, runtime.Object, error) {
+	if a.GetSubresource() != "status" {
 		return false, nil, nil
-	})
-	// New pods start Pending (the upstream controller treats a pod without a
-	// phase as not yet created).
-	e.client.PrependReactor("create", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		if pod, ok := a.(clienttesting.CreateAction).GetObject().(*corev1.Pod); ok && pod.Status.Phase == "" {
-			pod.Status.Phase = corev1.PodPending
-		}
-		return false, nil, nil
-	})
-	// A status update writes the status only (the fake would store the whole,
-	// possibly stale, object and revert a scale).
-	e.client.PrependReactor("update", "statefulsets", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		if a.GetSubresource() != "status" {
-			return false, nil, nil
-		}
-		obj := a.(clienttesting.UpdateAction).GetObject().(*appsv1.StatefulSet)
-		stored, err := e.client.Tracker().Get(a.GetResource(), a.GetNamespace(), obj.Name)
-		if err != nil {
-			return true, nil, err
-		}
-		merged := stored.(*appsv1.StatefulSet).DeepCopy()
-		merged.Status = *obj.Status.DeepCopy()
-		return true, merged, e.client.Tracker().Update(a.GetResource(), merged, a.GetNamespace())
-	})
-	e.client.PrependReactor("update", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		if a.GetResource().Group != stSchedGroup {
-			return false, nil, nil
-		}
-		obj := a.(clienttesting.UpdateAction).GetObject()
-		m, err := meta.Accessor(obj)
-		if err != nil {
-			return true, nil, err
-		}
-		stored, err := e.client.Tracker().Get(a.GetResource(), a.GetNamespace(), m.GetName())
-		if err != nil {
-			return true, nil, err
-		}
-		sm, _ := meta.Accessor(stored)
-		if m.GetResourceVersion() != "" && m.GetResourceVersion() != sm.GetResourceVersion() {
-			return true, nil, apierrors.NewConflict(a.GetResource().GroupResource(), m.GetName(),
-				fmt.Errorf("resourceVersion %s is stale, stored %s", m.GetResourceVersion(), sm.GetResourceVersion()))
-		}
-		m.SetUID(sm.GetUID())
-		m.SetResourceVersion(strconv.FormatInt(e.rv.Add(1), 10))
-		return false, nil, nil
-	})
-}
-
-// fail makes the fake API answer verb on resource with err until heal.
-func (e *stEnv) fail(verb, resource string, err error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.failures[verb+" "+resource] = err
-}
-
-func (e *stEnv) heal(verb, resource string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	delete(e.failures, verb+" "+resource)
-}
-
-func (e *stEnv) eventually(what string, cond func() bool) {
-	e.t.Helper()
-	err := wait.PollUntilContextTimeout(e.ctx, 5*time.Millisecond, stWaitTimeout, true, func(context.Context) (bool, error) {
-		return cond(), nil
-	})
+	}
+	obj := a.(clienttesting.UpdateAction).GetObject().(*appsv1.StatefulSet)
+	stored, err := e.Client.Tracker().Get(a.GetResource(), a.GetNamespace(), obj.Name)
 	if err != nil {
-		e.t.Fatalf("timed out waiting for %s", what)
+		return true, nil, err
 	}
+	merged := stored.(*appsv1.StatefulSet).DeepCopy()
+	merged.Status = *obj.Status.DeepCopy()
+	return true, merged, e.Client.Tracker().Update(a.GetResource(), merged, a.GetNamespace())
 }
 
-// addSet puts set into the StatefulSet lister (the controller's cache).
-// addSet puts set into the StatefulSet lister (the controller's cache) and
-// the fake API, where the controller reads it live before every write.
-func (e *stEnv) addSet(set *appsv1.StatefulSet) {
-	e.t.Helper()
-	if err := e.sets.Add(set); err != nil {
-		e.t.Fatal(err)
-	}
-	e.storeInAPI(set)
-}
-
-func (e *stEnv) updateSet(set *appsv1.StatefulSet) {
-	e.t.Helper()
-	if err := e.sets.Update(set); err != nil {
-		e.t.Fatal(err)
-	}
-	e.storeInAPI(set)
-}
-
-// storeInAPI adds or replaces set in the fake API without recording an action.
-func (e *stEnv) storeInAPI(set *appsv1.StatefulSet) {
-	e.t.Helper()
-	gvr := appsv1.SchemeGroupVersion.WithResource("statefulsets")
-	err := e.client.Tracker().Update(gvr, set, set.Namespace)
-	if apierrors.IsNotFound(err) {
-		err = e.client.Tracker().Add(set)
-	}
-	if err != nil {
-		e.t.Fatal(err)
-	}
+// storeSet adds or replaces set in the StatefulSet lister (the controller's
+// cache) and the fake API, where the controller reads it live before every
+// write.
+func (e *stEnv) storeSet(set *appsv1.StatefulSet) {
+	e.T.Helper()
+	e.StoreCached(e.sets, set)
 }
 
 // createPod creates pod through the wrapped controller client, as the
 // upstream StatefulSet controller does, and on success puts the stored pod
 // into the pod lister (as the pod informer would).
 func (e *stEnv) createPod(pod *corev1.Pod) (*corev1.Pod, error) {
-	e.t.Helper()
-	created, err := e.cc.CoreV1().Pods(pod.Namespace).Create(e.ctx, pod, metav1.CreateOptions{})
+	e.T.Helper()
+	created, err := e.cc.CoreV1().Pods(pod.Namespace).Create(e.Ctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		return nil, err
 	}
 	if err := e.pods.Add(created); err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	return created, nil
 }
 
 func (e *stEnv) mustCreatePod(pod *corev1.Pod) *corev1.Pod {
-	e.t.Helper()
+	e.T.Helper()
 	created, err := e.createPod(pod)
 	if err != nil {
-		e.t.Fatalf("creating pod %s: %v", pod.Name, err)
+		e.T.Fatalf("creating pod %s: %v", pod.Name, err)
 	}
 	return created
 }
@@ -296,242 +139,28 @@ func (e *stEnv) mustCreatePod(pod *corev1.Pod) *corev1.Pod {
 // deletePod deletes a pod through the wrapped controller client and, on
 // success, drops it from the pod lister.
 func (e *stEnv) deletePod(name string) error {
-	e.t.Helper()
-	if err := e.cc.CoreV1().Pods(stNS).Delete(e.ctx, name, metav1.DeleteOptions{}); err != nil {
+	e.T.Helper()
+	if err := e.cc.CoreV1().Pods(stNS).Delete(e.Ctx, name, metav1.DeleteOptions{}); err != nil {
 		return err
 	}
 	obj, ok, err := e.pods.GetByKey(stNS + "/" + name)
 	if err == nil && ok {
 		if err := e.pods.Delete(obj); err != nil {
-			e.t.Fatal(err)
+			e.T.Fatal(err)
 		}
 	}
 	return nil
 }
 
-// seed stores obj in the API (with UID and resourceVersion) and waits until
-// the scheduling informers have it.
-func (e *stEnv) seed(obj runtime.Object) {
-	e.t.Helper()
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if m.GetUID() == "" {
-		m.SetUID(types.UID(fmt.Sprintf("seeded-uid-%d", e.uid.Add(1))))
-	}
-	m.SetResourceVersion(strconv.FormatInt(e.rv.Add(1), 10))
-	if err := e.client.Tracker().Add(obj); err != nil {
-		e.t.Fatal(err)
-	}
-	switch o := obj.(type) {
-	case *schedulingv1beta1.Workload:
-		e.waitWorkloadCached(o.Name, o.ResourceVersion)
-	case *schedulingv1beta1.PodGroup:
-		e.waitPodGroupCached(o.Name, o.ResourceVersion)
-	}
-}
-
 // seedPod stores a pod in the API and the pod lister without any hook.
 func (e *stEnv) seedPod(pod *corev1.Pod) {
-	e.t.Helper()
-	if err := e.client.Tracker().Add(pod); err != nil {
-		e.t.Fatal(err)
+	e.T.Helper()
+	if err := e.Client.Tracker().Add(pod); err != nil {
+		e.T.Fatal(err)
 	}
 	if err := e.pods.Add(pod); err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
-}
-
-func (e *stEnv) waitWorkloadCached(name, rv string) {
-	e.t.Helper()
-	e.eventually("workload "+name+" in the informer", func() bool {
-		w, err := e.sched.Scheduling().Workloads().Lister().Workloads(stNS).Get(name)
-		return err == nil && (rv == "" || w.ResourceVersion == rv)
-	})
-}
-
-func (e *stEnv) waitPodGroupCached(name, rv string) {
-	e.t.Helper()
-	e.eventually("podgroup "+name+" in the informer", func() bool {
-		pg, err := e.sched.Scheduling().PodGroups().Lister().PodGroups(stNS).Get(name)
-		return err == nil && (rv == "" || pg.ResourceVersion == rv)
-	})
-}
-
-// syncCaches waits until the scheduling informers hold what the API holds.
-func (e *stEnv) syncCaches() {
-	e.t.Helper()
-	for _, w := range e.workloads() {
-		e.waitWorkloadCached(w.Name, w.ResourceVersion)
-	}
-	for _, pg := range e.podGroups() {
-		e.waitPodGroupCached(pg.Name, pg.ResourceVersion)
-	}
-}
-
-func (e *stEnv) apiWorkload(name string) *schedulingv1beta1.Workload {
-	e.t.Helper()
-	w, err := e.client.SchedulingV1beta1().Workloads(stNS).Get(e.ctx, name, metav1.GetOptions{})
-	if err != nil {
-		e.t.Fatalf("getting workload %s: %v", name, err)
-	}
-	return w
-}
-
-func (e *stEnv) apiPodGroup(name string) *schedulingv1beta1.PodGroup {
-	e.t.Helper()
-	pg, err := e.client.SchedulingV1beta1().PodGroups(stNS).Get(e.ctx, name, metav1.GetOptions{})
-	if err != nil {
-		e.t.Fatalf("getting podgroup %s: %v", name, err)
-	}
-	return pg
-}
-
-// workloads and podGroups list the API's objects straight from the tracker
-// (no action is recorded).
-func (e *stEnv) workloads() []*schedulingv1beta1.Workload {
-	e.t.Helper()
-	gvr := schedulingv1beta1.SchemeGroupVersion.WithResource("workloads")
-	gvk := schedulingv1beta1.SchemeGroupVersion.WithKind("Workload")
-	obj, err := e.client.Tracker().List(gvr, gvk, stNS)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	var out []*schedulingv1beta1.Workload
-	for i := range obj.(*schedulingv1beta1.WorkloadList).Items {
-		out = append(out, &obj.(*schedulingv1beta1.WorkloadList).Items[i])
-	}
-	return out
-}
-
-func (e *stEnv) podGroups() []*schedulingv1beta1.PodGroup {
-	e.t.Helper()
-	gvr := schedulingv1beta1.SchemeGroupVersion.WithResource("podgroups")
-	gvk := schedulingv1beta1.SchemeGroupVersion.WithKind("PodGroup")
-	obj, err := e.client.Tracker().List(gvr, gvk, stNS)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	var out []*schedulingv1beta1.PodGroup
-	for i := range obj.(*schedulingv1beta1.PodGroupList).Items {
-		out = append(out, &obj.(*schedulingv1beta1.PodGroupList).Items[i])
-	}
-	return out
-}
-
-// onlyWorkload / onlyPodGroup return the single object of their kind.
-func (e *stEnv) onlyWorkload() *schedulingv1beta1.Workload {
-	e.t.Helper()
-	ws := e.workloads()
-	if len(ws) != 1 {
-		e.t.Fatalf("%d Workloads in the API, want 1", len(ws))
-	}
-	return ws[0]
-}
-
-func (e *stEnv) onlyPodGroup() *schedulingv1beta1.PodGroup {
-	e.t.Helper()
-	pgs := e.podGroups()
-	if len(pgs) != 1 {
-		e.t.Fatalf("%d PodGroups in the API, want 1", len(pgs))
-	}
-	return pgs[0]
-}
-
-func (e *stEnv) apiPod(name string) *corev1.Pod {
-	e.t.Helper()
-	p, err := e.client.CoreV1().Pods(stNS).Get(e.ctx, name, metav1.GetOptions{})
-	if err != nil {
-		e.t.Fatalf("getting pod %s: %v", name, err)
-	}
-	return p
-}
-
-// stWrites lists the mutating actions ("create podgroups", ...), ignoring
-// reads, list/watch of the informers, discovery and events.
-func stWrites(actions []clienttesting.Action) []string {
-	var out []string
-	for _, a := range actions {
-		switch a.GetVerb() {
-		case "create", "update", "patch", "delete", "deletecollection":
-		default:
-			continue
-		}
-		if a.GetResource().Resource == "events" {
-			continue
-		}
-		out = append(out, a.GetVerb()+" "+a.GetResource().Resource)
-	}
-	return out
-}
-
-func (e *stEnv) writes() []string { return stWrites(e.client.Actions()) }
-
-// schedulingWrites are the writes on Workloads and PodGroups.
-func (e *stEnv) schedulingWrites() []string {
-	var out []string
-	for _, w := range e.writes() {
-		if strings.HasSuffix(w, " workloads") || strings.HasSuffix(w, " podgroups") {
-			out = append(out, w)
-		}
-	}
-	return out
-}
-
-// schedulingCalls lists every scheduling.k8s.io action except the informers'
-// list and watch.
-func (e *stEnv) schedulingCalls() []string {
-	var out []string
-	for _, a := range e.client.Actions() {
-		if a.GetResource().Group == stSchedGroup && a.GetVerb() != "list" && a.GetVerb() != "watch" {
-			out = append(out, a.GetVerb()+" "+a.GetResource().Resource)
-		}
-	}
-	return out
-}
-
-// updatedObjects returns the objects of the update actions on resource.
-func (e *stEnv) updatedObjects(resource string) []runtime.Object {
-	var out []runtime.Object
-	for _, a := range e.client.Actions() {
-		if ua, ok := a.(clienttesting.UpdateAction); ok && a.GetVerb() == "update" && a.GetResource().Resource == resource {
-			out = append(out, ua.GetObject())
-		}
-	}
-	return out
-}
-
-func (e *stEnv) count(verb, resource string) int {
-	n := 0
-	for _, a := range e.client.Actions() {
-		if a.GetVerb() == verb && a.GetResource().Resource == resource {
-			n++
-		}
-	}
-	return n
-}
-
-// events drains the recorded events.
-func (e *stEnv) events() []string {
-	var out []string
-	for {
-		select {
-		case ev := <-e.recorder.Events:
-			out = append(out, ev)
-		default:
-			return out
-		}
-	}
-}
-
-func stHasEvent(events []string, prefix string) bool {
-	for _, ev := range events {
-		if strings.HasPrefix(ev, prefix) {
-			return true
-		}
-	}
-	return false
 }
 
 // --- objects
@@ -631,7 +260,7 @@ func stPod(set *appsv1.StatefulSet, i int, rev string) *corev1.Pod {
 
 // createAll creates pods 0..n-1 at rev through the hook.
 func (e *stEnv) createAll(set *appsv1.StatefulSet, n int, rev string) []*corev1.Pod {
-	e.t.Helper()
+	e.T.Helper()
 	var out []*corev1.Pod
 	for i := range n {
 		out = append(out, e.mustCreatePod(stPod(set, i, rev)))

@@ -20,6 +20,7 @@ import (
 
 	"github.com/workload-aware/apps-harness/api/intent"
 	"github.com/workload-aware/apps-harness/controllers/events"
+	"github.com/workload-aware/apps-harness/controllers/internal/fakeapi"
 )
 
 // TestKEP6277Creation covers S-U1 (ordering, opt-out), S-U2 and S-U3 (field
@@ -28,31 +29,31 @@ func TestKEP6277Creation(t *testing.T) {
 	t.Run("S-U1_workload_then_podgroup_then_pod", func(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
 		set := stSet(t, "db", 3, stGang())
-		e.addSet(set)
-		e.client.ClearActions()
+		e.storeSet(set)
+		e.Client.ClearActions()
 
 		e.mustCreatePod(stPod(set, 0, stRevision1))
-		if got, want := e.writes(), []string{"create workloads", "create podgroups", "create pods"}; !reflect.DeepEqual(got, want) {
+		if got, want := e.Writes(), []string{"create workloads", "create podgroups", "create pods"}; !reflect.DeepEqual(got, want) {
 			t.Fatalf("writes = %v, want %v", got, want)
 		}
 		// The rest of the pods reuse them, before and after the informers catch up.
 		e.mustCreatePod(stPod(set, 1, stRevision1))
-		e.syncCaches()
+		e.SyncCaches()
 		e.mustCreatePod(stPod(set, 2, stRevision1))
 		want := []string{"create workloads", "create podgroups", "create pods", "create pods", "create pods"}
-		if got := e.writes(); !reflect.DeepEqual(got, want) {
+		if got := e.Writes(); !reflect.DeepEqual(got, want) {
 			t.Errorf("writes = %v, want %v", got, want)
 		}
-		if len(e.workloads()) != 1 || len(e.podGroups()) != 1 {
-			t.Errorf("%d Workloads and %d PodGroups, want one each", len(e.workloads()), len(e.podGroups()))
+		if len(e.StoredWorkloads()) != 1 || len(e.StoredPodGroups()) != 1 {
+			t.Errorf("%d Workloads and %d PodGroups, want one each", len(e.StoredWorkloads()), len(e.StoredPodGroups()))
 		}
 	})
 
 	t.Run("S-U1_parallel_burst_creates_each_object_once", func(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
 		set := stSet(t, "db", 8, stGang())
-		e.addSet(set)
-		e.client.ClearActions()
+		e.storeSet(set)
+		e.Client.ClearActions()
 		// Parallel pod management creates pods concurrently, before the pod
 		// informer has any of them.
 		var wg sync.WaitGroup
@@ -60,14 +61,14 @@ func TestKEP6277Creation(t *testing.T) {
 		errs := make([]error, 8)
 		for i := range 8 {
 			wg.Go(func() {
-				created[i], errs[i] = e.cc.CoreV1().Pods(stNS).Create(e.ctx, stPod(set, i, stRevision1), metav1.CreateOptions{})
+				created[i], errs[i] = e.cc.CoreV1().Pods(stNS).Create(e.Ctx, stPod(set, i, stRevision1), metav1.CreateOptions{})
 			})
 		}
 		wg.Wait()
-		if e.count("create", "workloads") != 1 || e.count("create", "podgroups") != 1 {
-			t.Errorf("writes = %v, want one Workload and one PodGroup create", e.writes())
+		if e.Count("create", "workloads") != 1 || e.Count("create", "podgroups") != 1 {
+			t.Errorf("writes = %v, want one Workload and one PodGroup create", e.Writes())
 		}
-		pg := e.onlyPodGroup()
+		pg := e.OnlyPodGroup()
 		for i := range 8 {
 			if errs[i] != nil {
 				t.Errorf("pod %d: %v", i, errs[i])
@@ -88,24 +89,24 @@ func TestKEP6277Creation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := stNewEnv(t, stEnvOptions{gateOff: tc.gateOff})
 			set := stSet(t, "db", 3, tc.cfg)
-			e.addSet(set)
-			e.client.ClearActions()
+			e.storeSet(set)
+			e.Client.ClearActions()
 			for i := range 3 {
 				stCheckUngrouped(t, e.mustCreatePod(stPod(set, i, stRevision1)), set)
 			}
 			set = set.DeepCopy()
 			set.Spec.Replicas = ptr.To[int32](1)
-			e.updateSet(set)
+			e.storeSet(set)
 			if err := e.deletePod("db-2"); err != nil {
 				t.Fatal(err)
 			}
-			if got := e.schedulingCalls(); len(got) != 0 {
+			if got := e.SchedulingCalls(); len(got) != 0 {
 				t.Errorf("scheduling.k8s.io calls = %v, want none", got)
 			}
-			if got, want := e.writes(), []string{"create pods", "create pods", "create pods", "delete pods"}; !reflect.DeepEqual(got, want) {
+			if got, want := e.Writes(), []string{"create pods", "create pods", "create pods", "delete pods"}; !reflect.DeepEqual(got, want) {
 				t.Errorf("writes = %v, want %v", got, want)
 			}
-			if ev := e.events(); len(ev) != 0 {
+			if ev := e.Events(); len(ev) != 0 {
 				t.Errorf("events = %v, want none", ev)
 			}
 		})
@@ -114,10 +115,10 @@ func TestKEP6277Creation(t *testing.T) {
 	t.Run("S-U2_field_mapping", func(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
 		set := stSet(t, "db", 3, stFull())
-		e.addSet(set)
+		e.storeSet(set)
 		e.mustCreatePod(stPod(set, 0, stRevision1))
 
-		w := e.apiWorkload(WorkloadName(set))
+		w := e.GetWorkload(WorkloadName(set))
 		if w.Namespace != stNS || w.Name != WorkloadName(set) {
 			t.Errorf("Workload %s/%s, want %s/%s", w.Namespace, w.Name, stNS, WorkloadName(set))
 		}
@@ -148,7 +149,7 @@ func TestKEP6277Creation(t *testing.T) {
 			t.Errorf("template resourceClaims = %+v, want %+v", tmpl.ResourceClaims, wantClaims)
 		}
 
-		pg := e.apiPodGroup(PodGroupName(w.Name, tmpl.Name))
+		pg := e.GetPodGroup(PodGroupName(w.Name, tmpl.Name))
 		if want := (&schedulingv1beta1.WorkloadReference{WorkloadName: w.Name, TemplateName: tmpl.Name}); !equality.Semantic.DeepEqual(pg.Spec.WorkloadRef, want) {
 			t.Errorf("podGroup workloadRef = %+v, want %+v", pg.Spec.WorkloadRef, want)
 		}
@@ -168,9 +169,9 @@ func TestKEP6277Creation(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
 		name := strings.Repeat("a", 30) + "-" + strings.Repeat("b", 32) // a DNS label of 63
 		set := stSet(t, name, 2, stGang())
-		e.addSet(set)
+		e.storeSet(set)
 		pod := e.mustCreatePod(stPod(set, 0, stRevision1))
-		w, pg := e.onlyWorkload(), e.onlyPodGroup()
+		w, pg := e.OnlyWorkload(), e.OnlyPodGroup()
 		if errs := validation.IsDNS1123Subdomain(w.Name); len(errs) != 0 {
 			t.Errorf("Workload name %q: %v", w.Name, errs)
 		}
@@ -187,13 +188,13 @@ func TestKEP6277Creation(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
 		set := stSet(t, "db", 2, nil)
 		set.Annotations = map[string]string{intent.StatefulSetAnnotation: `{"schedulingPolicy":{"gang":{}},"bogus":1}`}
-		e.addSet(set)
-		e.client.ClearActions()
+		e.storeSet(set)
+		e.Client.ClearActions()
 		stCheckUngrouped(t, e.mustCreatePod(stPod(set, 0, stRevision1)), set)
-		if got := e.schedulingCalls(); len(got) != 0 {
+		if got := e.SchedulingCalls(); len(got) != 0 {
 			t.Errorf("scheduling calls = %v, want none", got)
 		}
-		if ev := e.events(); !stHasEvent(ev, "Warning "+events.InvalidSchedulingIntent) {
+		if ev := e.Events(); !fakeapi.HasEvent(ev, "Warning "+events.InvalidSchedulingIntent) {
 			t.Errorf("events = %v, want Warning %s", ev, events.InvalidSchedulingIntent)
 		}
 	})
@@ -205,9 +206,9 @@ func TestKEP6277Creation(t *testing.T) {
 		if set.Annotations[intent.StatefulSetAnnotation] != "{}" {
 			t.Fatalf("annotation = %q, want {}", set.Annotations[intent.StatefulSetAnnotation])
 		}
-		e.addSet(set)
+		e.storeSet(set)
 		pod := e.mustCreatePod(stPod(set, 0, stRevision1))
-		w, pg := e.onlyWorkload(), e.onlyPodGroup()
+		w, pg := e.OnlyWorkload(), e.OnlyPodGroup()
 		tmpl := w.Spec.PodGroupTemplates[0]
 		for what, spec := range map[string]struct {
 			policy      schedulingv1beta1.PodGroupSchedulingPolicy
@@ -246,9 +247,9 @@ func TestKEP6277Creation(t *testing.T) {
 				DisruptionMode:        tc.mode,
 			}
 			set := stSet(t, "trainer", 4, cfg)
-			e.addSet(set)
+			e.storeSet(set)
 			e.mustCreatePod(stPod(set, 0, stRevision1))
-			w, pg := e.onlyWorkload(), e.onlyPodGroup()
+			w, pg := e.OnlyWorkload(), e.OnlyPodGroup()
 			tmpl := w.Spec.PodGroupTemplates[0]
 			wantTopology := &schedulingv1beta1.PodGroupSchedulingConstraints{Topology: []schedulingv1beta1.TopologyConstraint{{Key: stRack}}}
 			var wantMode *schedulingv1beta1.DisruptionMode
@@ -283,14 +284,14 @@ func TestKEP6277Creation(t *testing.T) {
 	t.Run("S-U4_pods_join_the_created_podgroup", func(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
 		set := stSet(t, "db", 3, stGang())
-		e.addSet(set)
+		e.storeSet(set)
 		for i := range 3 {
 			in := stPod(set, i, stRevision1)
 			before := in.DeepCopy()
 			created := e.mustCreatePod(in)
-			pg := e.onlyPodGroup()
+			pg := e.OnlyPodGroup()
 			stCheckGrouped(t, created, set, pg)
-			stCheckGrouped(t, e.apiPod(in.Name), set, pg)
+			stCheckGrouped(t, e.GetPod(in.Name), set, pg)
 			if !equality.Semantic.DeepEqual(in, before) {
 				t.Errorf("the caller's pod %s was modified", in.Name)
 			}
@@ -308,15 +309,15 @@ func TestKEP6277Creation(t *testing.T) {
 	t.Run("S-U4_pod_already_in_a_group_passes_through", func(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
 		set := stSet(t, "db", 3, stGang())
-		e.addSet(set)
-		e.client.ClearActions()
+		e.storeSet(set)
+		e.Client.ClearActions()
 		pod := stPod(set, 0, stRevision1)
 		pod.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: ptr.To("chosen-elsewhere")}
 		created := e.mustCreatePod(pod)
 		if ptr.Deref(created.Spec.SchedulingGroup.PodGroupName, "") != "chosen-elsewhere" || len(created.OwnerReferences) != 1 {
 			t.Errorf("pod = %+v, want it untouched", created)
 		}
-		if got := e.schedulingCalls(); len(got) != 0 {
+		if got := e.SchedulingCalls(); len(got) != 0 {
 			t.Errorf("scheduling calls = %v, want none", got)
 		}
 	})
@@ -324,9 +325,9 @@ func TestKEP6277Creation(t *testing.T) {
 	t.Run("S-U10_owner_references_and_finalizer", func(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
 		set := stSet(t, "db", 3, stGang())
-		e.addSet(set)
+		e.storeSet(set)
 		pod := e.mustCreatePod(stPod(set, 0, stRevision1))
-		w, pg := e.onlyWorkload(), e.onlyPodGroup()
+		w, pg := e.OnlyWorkload(), e.OnlyPodGroup()
 
 		if w.Annotations[ManagedByAnnotation] != ManagedByValue || pg.Annotations[ManagedByAnnotation] != ManagedByValue {
 			t.Errorf("managed-by annotations: Workload %v, PodGroup %v; want %s=%s", w.Annotations, pg.Annotations, ManagedByAnnotation, ManagedByValue)
@@ -364,26 +365,26 @@ func TestKEP6277Creation(t *testing.T) {
 		old := stSet(t, "db", 3, stGang())
 		old.UID = "sts-uid-db-previous"
 		oldW := stManagedWorkload(t, old, stGang())
-		e.seed(oldW)
+		e.Seed(oldW)
 		oldPG, err := BuildPodGroup(old, oldW, "db", true, true)
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.seed(oldPG)
+		e.Seed(oldPG)
 		set := stSet(t, "db", 5, stGang())
-		e.addSet(set)
-		e.client.ClearActions()
+		e.storeSet(set)
+		e.Client.ClearActions()
 		pod := e.mustCreatePod(stPod(set, 0, stRevision1))
-		if got, want := e.schedulingWrites(), []string{"create workloads", "create podgroups"}; !reflect.DeepEqual(got, want) {
+		if got, want := e.SchedulingWrites(), []string{"create workloads", "create podgroups"}; !reflect.DeepEqual(got, want) {
 			t.Errorf("scheduling writes = %v, want %v (new objects, the old ones untouched)", got, want)
 		}
-		w := e.apiWorkload(WorkloadName(set))
+		w := e.GetWorkload(WorkloadName(set))
 		if w.Name == oldW.Name || !metav1.IsControlledBy(w, set) {
 			t.Errorf("Workload %s controlled by %+v, want a new one controlled by UID %s", w.Name, metav1.GetControllerOf(w), set.UID)
 		}
-		pg := e.apiPodGroup(PodGroupName(w.Name, "db"))
+		pg := e.GetPodGroup(PodGroupName(w.Name, "db"))
 		stCheckGrouped(t, pod, set, pg)
-		if stGangMin(e.apiPodGroup(oldPG.Name)) != 3 || stTemplateMin(e.apiWorkload(oldW.Name)) != 3 {
+		if stGangMin(e.GetPodGroup(oldPG.Name)) != 3 || stTemplateMin(e.GetWorkload(oldW.Name)) != 3 {
 			t.Errorf("the previous incarnation's objects were changed")
 		}
 	})
@@ -391,10 +392,10 @@ func TestKEP6277Creation(t *testing.T) {
 	t.Run("S-P9_events_of_a_successful_creation", func(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
 		set := stSet(t, "db", 3, stGang())
-		e.addSet(set)
+		e.storeSet(set)
 		e.mustCreatePod(stPod(set, 0, stRevision1))
-		ev := e.events()
-		if !stHasEvent(ev, "Normal "+events.WorkloadCreated) || !stHasEvent(ev, "Normal "+events.PodGroupCreated) {
+		ev := e.Events()
+		if !fakeapi.HasEvent(ev, "Normal "+events.WorkloadCreated) || !fakeapi.HasEvent(ev, "Normal "+events.PodGroupCreated) {
 			t.Errorf("events = %v, want Normal %s and Normal %s", ev, events.WorkloadCreated, events.PodGroupCreated)
 		}
 	})
@@ -403,9 +404,9 @@ func TestKEP6277Creation(t *testing.T) {
 		RegisterMetrics()
 		e := stNewEnv(t, stEnvOptions{})
 		set := stSet(t, "db", 3, stGang())
-		e.addSet(set)
+		e.storeSet(set)
 		before := stCounter(t, "statefulset_workload_creation_errors_total")
-		e.fail("create", "workloads", apierrors.NewForbidden(schedulingv1beta1.Resource("workloads"), "", errors.New("quota")))
+		e.Fail("create", "workloads", apierrors.NewForbidden(schedulingv1beta1.Resource("workloads"), "", errors.New("quota")))
 		if _, err := e.createPod(stPod(set, 0, stRevision1)); err == nil {
 			t.Fatal("pod created although its Workload could not be")
 		}
@@ -413,15 +414,15 @@ func TestKEP6277Creation(t *testing.T) {
 		if after-before != 1 {
 			t.Errorf("statefulset_workload_creation_errors_total went from %v to %v, want +1", before, after)
 		}
-		if ev := e.events(); !stHasEvent(ev, "Warning "+events.WorkloadCreationFailed) {
+		if ev := e.Events(); !fakeapi.HasEvent(ev, "Warning "+events.WorkloadCreationFailed) {
 			t.Errorf("events = %v, want Warning %s", ev, events.WorkloadCreationFailed)
 		}
-		if got, want := e.writes(), []string{"create workloads"}; !reflect.DeepEqual(got, want) {
+		if got, want := e.Writes(), []string{"create workloads"}; !reflect.DeepEqual(got, want) {
 			t.Errorf("writes = %v, want only the failed %v", got, want)
 		}
 		// Once the API accepts it, the retry goes through, and the counter stays.
-		e.heal("create", "workloads")
-		stCheckGrouped(t, e.mustCreatePod(stPod(set, 0, stRevision1)), set, e.onlyPodGroup())
+		e.Heal("create", "workloads")
+		stCheckGrouped(t, e.mustCreatePod(stPod(set, 0, stRevision1)), set, e.OnlyPodGroup())
 		if again := stCounter(t, "statefulset_workload_creation_errors_total"); again != after {
 			t.Errorf("counter moved on success: %v -> %v", after, again)
 		}
@@ -461,22 +462,22 @@ func stCheckSetRef(t *testing.T, what string, ref metav1.OwnerReference, set *ap
 func stScaledSetup(t *testing.T, e *stEnv, n int32) (*appsv1.StatefulSet, *schedulingv1beta1.Workload, *schedulingv1beta1.PodGroup) {
 	t.Helper()
 	set := stSet(t, "db", n, stFull())
-	e.addSet(set)
+	e.storeSet(set)
 	e.createAll(set, int(n), stRevision1)
-	e.syncCaches()
-	w, pg := e.onlyWorkload(), e.onlyPodGroup()
+	e.SyncCaches()
+	w, pg := e.OnlyWorkload(), e.OnlyPodGroup()
 	if stTemplateMin(w) != n || stGangMin(pg) != n {
 		t.Fatalf("set-up: minCounts %d/%d, want %d", stTemplateMin(w), stGangMin(pg), n)
 	}
-	e.client.ClearActions()
-	e.events()
+	e.Client.ClearActions()
+	e.Events()
 	return set, w, pg
 }
 
 func stScale(e *stEnv, set *appsv1.StatefulSet, n int32) *appsv1.StatefulSet {
 	set = set.DeepCopy()
 	set.Spec.Replicas = ptr.To(n)
-	e.updateSet(set)
+	e.storeSet(set)
 	return set
 }
 
@@ -490,14 +491,14 @@ func TestKEP6277Scaling(t *testing.T) {
 		set = stScale(e, set, 5)
 
 		pod := e.mustCreatePod(stPod(set, 3, stRevision1))
-		if got, want := e.writes(), []string{"update workloads", "update podgroups", "create pods"}; !reflect.DeepEqual(got, want) {
+		if got, want := e.Writes(), []string{"update workloads", "update podgroups", "create pods"}; !reflect.DeepEqual(got, want) {
 			t.Fatalf("writes = %v, want %v", got, want)
 		}
 		e.mustCreatePod(stPod(set, 4, stRevision1))
-		if got := e.schedulingWrites(); len(got) != 2 {
+		if got := e.SchedulingWrites(); len(got) != 2 {
 			t.Errorf("scheduling writes = %v, want no more after the first pod", got)
 		}
-		gotW, gotPG := e.apiWorkload(w.Name), e.apiPodGroup(pg.Name)
+		gotW, gotPG := e.GetWorkload(w.Name), e.GetPodGroup(pg.Name)
 		if stTemplateMin(gotW) != 5 || stGangMin(gotPG) != 5 {
 			t.Errorf("minCounts = %d/%d, want 5/5", stTemplateMin(gotW), stGangMin(gotPG))
 		}
@@ -511,8 +512,8 @@ func TestKEP6277Scaling(t *testing.T) {
 			!equality.Semantic.DeepEqual(gotPG.OwnerReferences, pg.OwnerReferences) || !reflect.DeepEqual(gotPG.Finalizers, pg.Finalizers) {
 			t.Errorf("scaling changed more than minCount")
 		}
-		stCheckGrouped(t, pod, set, e.apiPodGroup(pg.Name))
-		if len(e.workloads()) != 1 || len(e.podGroups()) != 1 {
+		stCheckGrouped(t, pod, set, e.GetPodGroup(pg.Name))
+		if len(e.StoredWorkloads()) != 1 || len(e.StoredPodGroups()) != 1 {
 			t.Errorf("objects created on scale")
 		}
 	})
@@ -520,19 +521,19 @@ func TestKEP6277Scaling(t *testing.T) {
 	t.Run("S-U5_basic_policy_has_no_minCount_to_sync", func(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
 		set := stSet(t, "db", 2, stBasic())
-		e.addSet(set)
+		e.storeSet(set)
 		e.createAll(set, 2, stRevision1)
-		e.syncCaches()
-		e.client.ClearActions()
+		e.SyncCaches()
+		e.Client.ClearActions()
 		set = stScale(e, set, 4)
-		stCheckGrouped(t, e.mustCreatePod(stPod(set, 2, stRevision1)), set, e.onlyPodGroup())
+		stCheckGrouped(t, e.mustCreatePod(stPod(set, 2, stRevision1)), set, e.OnlyPodGroup())
 		stScale(e, set, 0)
 		for _, name := range []string{"db-2", "db-1", "db-0"} {
 			if err := e.deletePod(name); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if got := e.schedulingWrites(); len(got) != 0 {
+		if got := e.SchedulingWrites(); len(got) != 0 {
 			t.Errorf("scheduling writes = %v, want none for a basic group", got)
 		}
 	})
@@ -541,32 +542,32 @@ func TestKEP6277Scaling(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
 		set, w, pg := stScaledSetup(t, e, 3)
 		set = stScale(e, set, 5)
-		e.fail("update", "podgroups", podGroupUpdateFails)
+		e.Fail("update", "podgroups", podGroupUpdateFails)
 
 		if _, err := e.createPod(stPod(set, 3, stRevision1)); err == nil {
 			t.Fatal("pod created although the PodGroup update failed")
 		}
-		if got, want := e.writes(), []string{"update workloads", "update podgroups"}; !reflect.DeepEqual(got, want) {
+		if got, want := e.Writes(), []string{"update workloads", "update podgroups"}; !reflect.DeepEqual(got, want) {
 			t.Fatalf("writes = %v, want %v (and no pod)", got, want)
 		}
-		if stTemplateMin(e.apiWorkload(w.Name)) != 5 || stGangMin(e.apiPodGroup(pg.Name)) != 3 {
-			t.Fatalf("between the two updates: minCounts %d/%d, want 5/3", stTemplateMin(e.apiWorkload(w.Name)), stGangMin(e.apiPodGroup(pg.Name)))
+		if stTemplateMin(e.GetWorkload(w.Name)) != 5 || stGangMin(e.GetPodGroup(pg.Name)) != 3 {
+			t.Fatalf("between the two updates: minCounts %d/%d, want 5/3", stTemplateMin(e.GetWorkload(w.Name)), stGangMin(e.GetPodGroup(pg.Name)))
 		}
 		// Still failing: still no pod.
 		if _, err := e.createPod(stPod(set, 3, stRevision1)); err == nil {
 			t.Fatal("pod created on the second try although the PodGroup update still fails")
 		}
-		e.heal("update", "podgroups")
-		e.client.ClearActions()
+		e.Heal("update", "podgroups")
+		e.Client.ClearActions()
 		pod := e.mustCreatePod(stPod(set, 3, stRevision1))
-		if got, want := e.writes(), []string{"update podgroups", "create pods"}; !reflect.DeepEqual(got, want) {
+		if got, want := e.Writes(), []string{"update podgroups", "create pods"}; !reflect.DeepEqual(got, want) {
 			t.Errorf("writes on retry = %v, want %v", got, want)
 		}
-		if stTemplateMin(e.apiWorkload(w.Name)) != 5 || stGangMin(e.apiPodGroup(pg.Name)) != 5 {
-			t.Errorf("after retry minCounts %d/%d, want 5/5", stTemplateMin(e.apiWorkload(w.Name)), stGangMin(e.apiPodGroup(pg.Name)))
+		if stTemplateMin(e.GetWorkload(w.Name)) != 5 || stGangMin(e.GetPodGroup(pg.Name)) != 5 {
+			t.Errorf("after retry minCounts %d/%d, want 5/5", stTemplateMin(e.GetWorkload(w.Name)), stGangMin(e.GetPodGroup(pg.Name)))
 		}
 		stCheckGrouped(t, pod, set, pg)
-		if e.count("create", "workloads")+e.count("create", "podgroups") != 0 {
+		if e.Count("create", "workloads")+e.Count("create", "podgroups") != 0 {
 			t.Errorf("objects recreated on retry")
 		}
 	})
@@ -575,17 +576,17 @@ func TestKEP6277Scaling(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
 		set, w, pg := stScaledSetup(t, e, 3)
 		set = stScale(e, set, 4)
-		e.fail("update", "workloads", podGroupUpdateFails)
+		e.Fail("update", "workloads", podGroupUpdateFails)
 		if _, err := e.createPod(stPod(set, 3, stRevision1)); err == nil {
 			t.Fatal("pod created although the Workload update failed")
 		}
-		if got, want := e.writes(), []string{"update workloads"}; !reflect.DeepEqual(got, want) {
+		if got, want := e.Writes(), []string{"update workloads"}; !reflect.DeepEqual(got, want) {
 			t.Errorf("writes = %v, want %v", got, want)
 		}
-		e.heal("update", "workloads")
+		e.Heal("update", "workloads")
 		e.mustCreatePod(stPod(set, 3, stRevision1))
-		if stTemplateMin(e.apiWorkload(w.Name)) != 4 || stGangMin(e.apiPodGroup(pg.Name)) != 4 {
-			t.Errorf("minCounts %d/%d, want 4/4", stTemplateMin(e.apiWorkload(w.Name)), stGangMin(e.apiPodGroup(pg.Name)))
+		if stTemplateMin(e.GetWorkload(w.Name)) != 4 || stGangMin(e.GetPodGroup(pg.Name)) != 4 {
+			t.Errorf("minCounts %d/%d, want 4/4", stTemplateMin(e.GetWorkload(w.Name)), stGangMin(e.GetPodGroup(pg.Name)))
 		}
 	})
 
@@ -611,11 +612,11 @@ func TestKEP6277Scaling(t *testing.T) {
 			"update workloads", "update podgroups", "delete pods", "delete pods",
 			"update workloads", "update podgroups", "create pods", "create pods", "create pods",
 		}
-		if got := e.writes(); !reflect.DeepEqual(got, want) {
+		if got := e.Writes(); !reflect.DeepEqual(got, want) {
 			t.Errorf("writes = %v, want %v", got, want)
 		}
-		if stTemplateMin(e.apiWorkload(w.Name)) != 5 || stGangMin(e.apiPodGroup(pg.Name)) != 5 {
-			t.Errorf("minCounts %d/%d, want 5/5", stTemplateMin(e.apiWorkload(w.Name)), stGangMin(e.apiPodGroup(pg.Name)))
+		if stTemplateMin(e.GetWorkload(w.Name)) != 5 || stGangMin(e.GetPodGroup(pg.Name)) != 5 {
+			t.Errorf("minCounts %d/%d, want 5/5", stTemplateMin(e.GetWorkload(w.Name)), stGangMin(e.GetPodGroup(pg.Name)))
 		}
 	})
 
@@ -627,17 +628,17 @@ func TestKEP6277Scaling(t *testing.T) {
 		if err := e.deletePod("db-4"); err != nil {
 			t.Fatal(err)
 		}
-		if got, want := e.writes(), []string{"update workloads", "update podgroups", "delete pods"}; !reflect.DeepEqual(got, want) {
+		if got, want := e.Writes(), []string{"update workloads", "update podgroups", "delete pods"}; !reflect.DeepEqual(got, want) {
 			t.Fatalf("writes = %v, want %v", got, want)
 		}
 		if err := e.deletePod("db-3"); err != nil {
 			t.Fatal(err)
 		}
-		if got, want := e.writes(), []string{"update workloads", "update podgroups", "delete pods", "delete pods"}; !reflect.DeepEqual(got, want) {
+		if got, want := e.Writes(), []string{"update workloads", "update podgroups", "delete pods", "delete pods"}; !reflect.DeepEqual(got, want) {
 			t.Errorf("writes = %v, want %v", got, want)
 		}
-		if stTemplateMin(e.apiWorkload(w.Name)) != 3 || stGangMin(e.apiPodGroup(pg.Name)) != 3 {
-			t.Errorf("minCounts %d/%d, want 3/3", stTemplateMin(e.apiWorkload(w.Name)), stGangMin(e.apiPodGroup(pg.Name)))
+		if stTemplateMin(e.GetWorkload(w.Name)) != 3 || stGangMin(e.GetPodGroup(pg.Name)) != 3 {
+			t.Errorf("minCounts %d/%d, want 3/3", stTemplateMin(e.GetWorkload(w.Name)), stGangMin(e.GetPodGroup(pg.Name)))
 		}
 	})
 
@@ -645,35 +646,35 @@ func TestKEP6277Scaling(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
 		set, w, pg := stScaledSetup(t, e, 5)
 		stScale(e, set, 3)
-		e.fail("update", "podgroups", podGroupUpdateFails)
+		e.Fail("update", "podgroups", podGroupUpdateFails)
 
 		err := e.deletePod("db-4")
 		if err == nil || !apierrors.IsServiceUnavailable(err) {
 			t.Fatalf("Delete = %v, want the PodGroup update's error", err)
 		}
-		if n := e.count("delete", "pods"); n != 0 {
+		if n := e.Count("delete", "pods"); n != 0 {
 			t.Fatalf("%d pod deletes, want none while the PodGroup keeps minCount 5", n)
 		}
-		if got, want := e.writes(), []string{"update workloads", "update podgroups"}; !reflect.DeepEqual(got, want) {
+		if got, want := e.Writes(), []string{"update workloads", "update podgroups"}; !reflect.DeepEqual(got, want) {
 			t.Errorf("writes = %v, want %v", got, want)
 		}
-		e.apiPod("db-4") // still there
-		if stGangMin(e.apiPodGroup(pg.Name)) != 5 {
-			t.Errorf("PodGroup minCount %d, want 5 until the retry", stGangMin(e.apiPodGroup(pg.Name)))
+		e.GetPod("db-4") // still there
+		if stGangMin(e.GetPodGroup(pg.Name)) != 5 {
+			t.Errorf("PodGroup minCount %d, want 5 until the retry", stGangMin(e.GetPodGroup(pg.Name)))
 		}
 
-		e.heal("update", "podgroups")
-		e.client.ClearActions()
+		e.Heal("update", "podgroups")
+		e.Client.ClearActions()
 		if err := e.deletePod("db-4"); err != nil {
 			t.Fatalf("Delete after the failure is lifted: %v", err)
 		}
-		if got, want := e.writes(), []string{"update podgroups", "delete pods"}; !reflect.DeepEqual(got, want) {
+		if got, want := e.Writes(), []string{"update podgroups", "delete pods"}; !reflect.DeepEqual(got, want) {
 			t.Errorf("writes = %v, want %v", got, want)
 		}
-		if stTemplateMin(e.apiWorkload(w.Name)) != 3 || stGangMin(e.apiPodGroup(pg.Name)) != 3 {
-			t.Errorf("minCounts %d/%d, want 3/3", stTemplateMin(e.apiWorkload(w.Name)), stGangMin(e.apiPodGroup(pg.Name)))
+		if stTemplateMin(e.GetWorkload(w.Name)) != 3 || stGangMin(e.GetPodGroup(pg.Name)) != 3 {
+			t.Errorf("minCounts %d/%d, want 3/3", stTemplateMin(e.GetWorkload(w.Name)), stGangMin(e.GetPodGroup(pg.Name)))
 		}
-		if _, err := e.client.CoreV1().Pods(stNS).Get(e.ctx, "db-4", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		if _, err := e.Client.CoreV1().Pods(stNS).Get(e.Ctx, "db-4", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("db-4 still there: %v", err)
 		}
 	})
@@ -687,49 +688,49 @@ func TestKEP6277Scaling(t *testing.T) {
 				t.Fatalf("deleting %s: %v", name, err)
 			}
 		}
-		if got, want := e.writes(), []string{"update workloads", "update podgroups", "delete pods", "delete pods", "delete pods"}; !reflect.DeepEqual(got, want) {
+		if got, want := e.Writes(), []string{"update workloads", "update podgroups", "delete pods", "delete pods", "delete pods"}; !reflect.DeepEqual(got, want) {
 			t.Errorf("writes = %v, want %v", got, want)
 		}
-		for _, obj := range e.updatedObjects("workloads") {
+		for _, obj := range e.UpdatedObjects("workloads") {
 			if m := stTemplateMin(obj.(*schedulingv1beta1.Workload)); m < 1 {
 				t.Errorf("Workload updated to minCount %d", m)
 			}
 		}
-		for _, obj := range e.updatedObjects("podgroups") {
+		for _, obj := range e.UpdatedObjects("podgroups") {
 			if m := stGangMin(obj.(*schedulingv1beta1.PodGroup)); m < 1 {
 				t.Errorf("PodGroup updated to minCount %d", m)
 			}
 		}
-		gotW, gotPG := e.apiWorkload(w.Name), e.apiPodGroup(pg.Name)
+		gotW, gotPG := e.GetWorkload(w.Name), e.GetPodGroup(pg.Name)
 		if stTemplateMin(gotW) != 1 || stGangMin(gotPG) != 1 || gotW.UID != w.UID || gotPG.UID != pg.UID {
 			t.Errorf("at zero: minCounts %d/%d (uids %s/%s), want 1/1 on the same objects", stTemplateMin(gotW), stGangMin(gotPG), gotW.UID, gotPG.UID)
 		}
 		// Back up: the same objects are discovered (no pods, but nothing to
 		// create) and raised before the first pod.
 		set = stScale(e, set, 2)
-		e.client.ClearActions()
+		e.Client.ClearActions()
 		pod := e.mustCreatePod(stPod(set, 0, stRevision1))
-		if got, want := e.writes(), []string{"update workloads", "update podgroups", "create pods"}; !reflect.DeepEqual(got, want) {
+		if got, want := e.Writes(), []string{"update workloads", "update podgroups", "create pods"}; !reflect.DeepEqual(got, want) {
 			t.Errorf("writes on scale-up from zero = %v, want %v", got, want)
 		}
 		stCheckGrouped(t, pod, set, pg)
-		if stGangMin(e.apiPodGroup(pg.Name)) != 2 {
-			t.Errorf("PodGroup minCount %d, want 2", stGangMin(e.apiPodGroup(pg.Name)))
+		if stGangMin(e.GetPodGroup(pg.Name)) != 2 {
+			t.Errorf("PodGroup minCount %d, want 2", stGangMin(e.GetPodGroup(pg.Name)))
 		}
 	})
 
 	t.Run("S-U7_zero_replicas_from_the_start", func(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
 		set := stSet(t, "db", 0, stGang())
-		e.addSet(set)
+		e.storeSet(set)
 		// The upstream controller creates no pod at zero, but a Delete-only
 		// or a later scale-up must find objects with minCount 1.
-		pg, err := e.r.Resolve(e.ctx, set)
+		pg, err := e.r.Resolve(e.Ctx, set)
 		if err != nil || pg == nil {
 			t.Fatalf("Resolve = %v, %v", pg, err)
 		}
-		if stTemplateMin(e.onlyWorkload()) != 1 || stGangMin(e.onlyPodGroup()) != 1 {
-			t.Errorf("minCounts %d/%d, want 1/1", stTemplateMin(e.onlyWorkload()), stGangMin(e.onlyPodGroup()))
+		if stTemplateMin(e.OnlyWorkload()) != 1 || stGangMin(e.OnlyPodGroup()) != 1 {
+			t.Errorf("minCounts %d/%d, want 1/1", stTemplateMin(e.OnlyWorkload()), stGangMin(e.OnlyPodGroup()))
 		}
 	})
 
@@ -746,7 +747,7 @@ func TestKEP6277Scaling(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		for _, a := range e.client.Actions() {
+		for _, a := range e.Client.Actions() {
 			if a.GetResource().Resource == "statefulsets" && a.GetVerb() != "list" && a.GetVerb() != "watch" && a.GetVerb() != "get" {
 				t.Errorf("action %s on statefulsets, want none", a.GetVerb())
 			}
@@ -782,10 +783,10 @@ func TestKEP6277Scaling(t *testing.T) {
 					t.Errorf("pod %s revision %q", pod.Name, pod.Labels[appsv1.ControllerRevisionHashLabelKey])
 				}
 			}
-			if got := e.schedulingWrites(); len(got) != 0 {
+			if got := e.SchedulingWrites(); len(got) != 0 {
 				t.Errorf("replicas %d: scheduling writes during the rolling update = %v, want none", n, got)
 			}
-			gotW, gotPG := e.onlyWorkload(), e.onlyPodGroup()
+			gotW, gotPG := e.OnlyWorkload(), e.OnlyPodGroup()
 			if gotPG.Name != pg.Name || gotPG.UID != pg.UID || gotW.UID != w.UID || gotPG.ResourceVersion != pg.ResourceVersion {
 				t.Errorf("replicas %d: PodGroup %s/%s after the update, want %s/%s untouched", n, gotPG.Name, gotPG.UID, pg.Name, pg.UID)
 			}
@@ -805,9 +806,9 @@ func TestKEP6277ResourceClaims(t *testing.T) {
 		set := stSet(t, "db", 2, stFull())
 		set.Spec.Template.Spec.ResourceClaims = podClaims
 		set.Spec.Template.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "shared-device"}}
-		e.addSet(set)
+		e.storeSet(set)
 		pod := e.mustCreatePod(stPod(set, 0, stRevision1))
-		w, pg := e.onlyWorkload(), e.onlyPodGroup()
+		w, pg := e.OnlyWorkload(), e.OnlyPodGroup()
 		want := []schedulingv1beta1.PodGroupResourceClaim{
 			{Name: "shared-device", ResourceClaimTemplateName: ptr.To("shared-device-template")},
 			{Name: "pinned", ResourceClaimName: ptr.To("pinned-claim")},
@@ -824,10 +825,10 @@ func TestKEP6277ResourceClaims(t *testing.T) {
 	t.Run("S-U24_hook_never_injects_claims", func(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
 		set := stSet(t, "db", 2, stFull())
-		e.addSet(set)
+		e.storeSet(set)
 		pod := e.mustCreatePod(stPod(set, 0, stRevision1))
-		if len(e.onlyPodGroup().Spec.ResourceClaims) != 2 {
-			t.Fatalf("PodGroup claims = %+v, want 2", e.onlyPodGroup().Spec.ResourceClaims)
+		if len(e.OnlyPodGroup().Spec.ResourceClaims) != 2 {
+			t.Fatalf("PodGroup claims = %+v, want 2", e.OnlyPodGroup().Spec.ResourceClaims)
 		}
 		if len(pod.Spec.ResourceClaims) != 0 || len(pod.Spec.Containers[0].Resources.Claims) != 0 {
 			t.Errorf("pod got resourceClaims %+v / %+v, want none (the template has none)", pod.Spec.ResourceClaims, pod.Spec.Containers[0].Resources.Claims)
@@ -835,7 +836,7 @@ func TestKEP6277ResourceClaims(t *testing.T) {
 		// A template with only one of them keeps exactly that one.
 		set = set.DeepCopy()
 		set.Spec.Template.Spec.ResourceClaims = podClaims[1:]
-		e.updateSet(set)
+		e.storeSet(set)
 		pod = e.mustCreatePod(stPod(set, 1, stRevision1))
 		if !equality.Semantic.DeepEqual(pod.Spec.ResourceClaims, podClaims[1:]) {
 			t.Errorf("pod resourceClaims = %+v, want %+v", pod.Spec.ResourceClaims, podClaims[1:])
@@ -847,9 +848,9 @@ func TestKEP6277ResourceClaims(t *testing.T) {
 		cfg := stGang()
 		cfg.ResourceClaims = []schedulingv1alpha3.WorkloadPodGroupResourceClaim{}
 		set := stSet(t, "db", 2, cfg)
-		e.addSet(set)
+		e.storeSet(set)
 		e.mustCreatePod(stPod(set, 0, stRevision1))
-		if w, pg := e.onlyWorkload(), e.onlyPodGroup(); w.Spec.PodGroupTemplates[0].ResourceClaims != nil || pg.Spec.ResourceClaims != nil {
+		if w, pg := e.OnlyWorkload(), e.OnlyPodGroup(); w.Spec.PodGroupTemplates[0].ResourceClaims != nil || pg.Spec.ResourceClaims != nil {
 			t.Errorf("claims: template %+v, PodGroup %+v; want omitted", w.Spec.PodGroupTemplates[0].ResourceClaims, pg.Spec.ResourceClaims)
 		}
 	})
@@ -858,9 +859,9 @@ func TestKEP6277ResourceClaims(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{claimsOff: true})
 		set := stSet(t, "db", 2, stFull())
 		set.Spec.Template.Spec.ResourceClaims = podClaims
-		e.addSet(set)
+		e.storeSet(set)
 		pod := e.mustCreatePod(stPod(set, 0, stRevision1))
-		pg := e.onlyPodGroup()
+		pg := e.OnlyPodGroup()
 		if len(pg.Spec.ResourceClaims) != 0 {
 			t.Errorf("PodGroup resourceClaims = %+v, want none with DRAWorkloadResourceClaims off", pg.Spec.ResourceClaims)
 		}
@@ -881,9 +882,9 @@ func TestKEP6277ResourceClaims(t *testing.T) {
 	t.Run("S-U24_gate_off_workload_template_has_no_claims", func(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{claimsOff: true})
 		set := stSet(t, "db", 2, stFull())
-		e.addSet(set)
+		e.storeSet(set)
 		e.mustCreatePod(stPod(set, 0, stRevision1))
-		if claims := e.onlyWorkload().Spec.PodGroupTemplates[0].ResourceClaims; len(claims) != 0 {
+		if claims := e.OnlyWorkload().Spec.PodGroupTemplates[0].ResourceClaims; len(claims) != 0 {
 			t.Errorf("PodGroupTemplate resourceClaims = %+v, want omitted with DRAWorkloadResourceClaims off (KEP-6277 test plan)", claims)
 		}
 	})

@@ -21,17 +21,17 @@ func TestOwnerGoingAway(t *testing.T) {
 		set := stSet(t, "doomed", 3, stGang())
 		set.DeletionTimestamp = ptr.To(metav1.Now())
 		set.Finalizers = []string{metav1.FinalizerDeleteDependents}
-		e.addSet(set)
+		e.storeSet(set)
 		e.gateOn.Store(true)
-		e.client.ClearActions()
+		e.Client.ClearActions()
 		key, _ := cache.MetaNamespaceKeyFunc(set)
-		if err := (&SyncWorker{r: e.r}).sync(e.ctx, key); err != nil {
+		if err := (&SyncWorker{r: e.r}).sync(e.Ctx, key); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := e.createPod(stPod(set, 0, stRevision1)); !errors.Is(err, ownerguard.ErrOwnerGone) {
 			t.Fatalf("pod create of a terminating gang StatefulSet = %v, want ErrOwnerGone (no ungrouped pod)", err)
 		}
-		if got := e.schedulingWrites(); len(got) != 0 {
+		if got := e.SchedulingWrites(); len(got) != 0 {
 			t.Fatalf("scheduling writes for a terminating StatefulSet: %v", got)
 		}
 	})
@@ -42,12 +42,12 @@ func TestOwnerGoingAway(t *testing.T) {
 		if err := e.sets.Add(set); err != nil { // in the cache only
 			t.Fatal(err)
 		}
-		e.client.ClearActions()
+		e.Client.ClearActions()
 		key, _ := cache.MetaNamespaceKeyFunc(set)
-		if err := (&SyncWorker{r: e.r}).sync(e.ctx, key); err != nil {
+		if err := (&SyncWorker{r: e.r}).sync(e.Ctx, key); err != nil {
 			t.Fatal(err)
 		}
-		if got := e.schedulingWrites(); len(got) != 0 {
+		if got := e.SchedulingWrites(); len(got) != 0 {
 			t.Fatalf("scheduling writes for a deleted StatefulSet: %v", got)
 		}
 	})
@@ -55,15 +55,15 @@ func TestOwnerGoingAway(t *testing.T) {
 	t.Run("a StatefulSet replaced under the same name gets nothing from the old cache entry", func(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
 		old := stSet(t, "reborn", 3, stGang())
-		e.addSet(old)
+		e.storeSet(old)
 		reborn := old.DeepCopy()
 		reborn.UID = types.UID("sts-uid-reborn-2")
-		e.storeInAPI(reborn)
-		e.client.ClearActions()
-		if _, err := e.r.Resolve(e.ctx, old); !errors.Is(err, ownerguard.ErrOwnerGone) {
+		e.Store(reborn)
+		e.Client.ClearActions()
+		if _, err := e.r.Resolve(e.Ctx, old); !errors.Is(err, ownerguard.ErrOwnerGone) {
 			t.Fatalf("Resolve for a replaced StatefulSet = %v, want ErrOwnerGone", err)
 		}
-		if got := e.schedulingWrites(); len(got) != 0 {
+		if got := e.SchedulingWrites(); len(got) != 0 {
 			t.Fatalf("scheduling writes for a replaced StatefulSet: %v", got)
 		}
 	})
@@ -71,18 +71,18 @@ func TestOwnerGoingAway(t *testing.T) {
 	t.Run("minCount is not synced for a terminating StatefulSet, and its pods are still deleted", func(t *testing.T) {
 		e := stNewEnv(t, stEnvOptions{})
 		set := stSet(t, "shrinking", 3, stGang())
-		e.addSet(set)
+		e.storeSet(set)
 		pods := e.createAll(set, 3, stRevision1)
-		e.syncCaches()
+		e.SyncCaches()
 		dying := set.DeepCopy()
 		dying.Spec.Replicas = ptr.To[int32](1)
 		dying.DeletionTimestamp = ptr.To(metav1.Now())
-		e.updateSet(dying)
-		e.client.ClearActions()
+		e.storeSet(dying)
+		e.Client.ClearActions()
 		if err := e.deletePod(pods[2].Name); err != nil {
 			t.Fatalf("deleting a pod of a terminating StatefulSet: %v", err)
 		}
-		if got := e.schedulingWrites(); len(got) != 0 {
+		if got := e.SchedulingWrites(); len(got) != 0 {
 			t.Fatalf("scheduling writes for a terminating StatefulSet: %v", got)
 		}
 	})

@@ -20,38 +20,38 @@ func TestSyncWorker(t *testing.T) {
 		for i := 3; i < 5; i++ {
 			e.seedPod(stPod(set, i, stRevision1)) // made by upstream while the gate was off
 		}
-		e.syncCaches()
-		e.client.ClearActions()
+		e.SyncCaches()
+		e.Client.ClearActions()
 		worker := &SyncWorker{r: e.r}
 		key, _ := cache.MetaNamespaceKeyFunc(set)
-		if err := worker.sync(e.ctx, key); err != nil {
+		if err := worker.sync(e.Ctx, key); err != nil {
 			t.Fatal(err)
 		}
-		if got := e.schedulingWrites(); len(got) != 0 {
+		if got := e.SchedulingWrites(); len(got) != 0 {
 			t.Fatalf("with the gate off the worker wrote %v", got)
 		}
 		e.gateOn.Store(true)
-		if err := worker.sync(e.ctx, key); err != nil {
+		if err := worker.sync(e.Ctx, key); err != nil {
 			t.Fatal(err)
 		}
-		if got, want := e.schedulingWrites(), []string{"update workloads", "update podgroups"}; !reflect.DeepEqual(got, want) {
+		if got, want := e.SchedulingWrites(), []string{"update workloads", "update podgroups"}; !reflect.DeepEqual(got, want) {
 			t.Fatalf("writes = %v, want %v", got, want)
 		}
-		gotW, gotPG := e.apiWorkload(w.Name), e.apiPodGroup(pg.Name)
+		gotW, gotPG := e.GetWorkload(w.Name), e.GetPodGroup(pg.Name)
 		if stTemplateMin(gotW) != 5 || stGangMin(gotPG) != 5 || gotW.UID != w.UID || gotPG.UID != pg.UID {
 			t.Errorf("minCounts %d/%d on uids %s/%s, want 5/5 on the original objects", stTemplateMin(gotW), stGangMin(gotPG), gotW.UID, gotPG.UID)
 		}
-		e.waitWorkloadCached(gotW.Name, gotW.ResourceVersion)
-		e.waitPodGroupCached(gotPG.Name, gotPG.ResourceVersion)
-		e.client.ClearActions()
-		if err := worker.sync(e.ctx, key); err != nil {
+		e.WaitWorkloadCached(gotW.Name, gotW.ResourceVersion)
+		e.WaitPodGroupCached(gotPG.Name, gotPG.ResourceVersion)
+		e.Client.ClearActions()
+		if err := worker.sync(e.Ctx, key); err != nil {
 			t.Fatal(err)
 		}
-		if got := e.schedulingWrites(); len(got) != 0 {
+		if got := e.SchedulingWrites(); len(got) != 0 {
 			t.Errorf("a second sync wrote %v, want nothing", got)
 		}
-		if len(e.workloads()) != 1 || len(e.podGroups()) != 1 {
-			t.Errorf("objects created: %d Workloads, %d PodGroups", len(e.workloads()), len(e.podGroups()))
+		if len(e.StoredWorkloads()) != 1 || len(e.StoredPodGroups()) != 1 {
+			t.Errorf("objects created: %d Workloads, %d PodGroups", len(e.StoredWorkloads()), len(e.StoredPodGroups()))
 		}
 	})
 }
