@@ -1071,3 +1071,34 @@ func TestKEP6276DeploymentClient(t *testing.T) {
 		}
 	})
 }
+
+// TestKEP6276FailureEvents: KEP-6276 names no event reasons, so the
+// Deployment side records the ones KEP-6277 names for the same cases: a
+// failed Workload or PodGroup create is WorkloadCreationFailed.
+func TestKEP6276FailureEvents(t *testing.T) {
+	quota := apierrors.NewForbidden(schedulingv1beta1.Resource("workloads"), "", fmt.Errorf("quota"))
+	t.Run("failed_workload_create_is_WorkloadCreationFailed", func(t *testing.T) {
+		e := ktNewEnv(t, ktEnvOptions{})
+		d := ktDeployment(t, "inference-server", ptr.To[int32](3), ktFullIntent())
+		e.storeDeployment(d)
+		e.Fail("create", "workloads", quota)
+		if w, err := e.r.EnsureWorkload(e.Ctx, d); err == nil {
+			t.Fatalf("EnsureWorkload = %v with creates failing", w)
+		}
+		if ev := e.Events(); !fakeapi.HasEvent(ev, "Warning "+events.WorkloadCreationFailed+" Error creating Workload") {
+			t.Errorf("events = %v, want Warning %s about the Workload", ev, events.WorkloadCreationFailed)
+		}
+	})
+	t.Run("failed_podgroup_create_is_WorkloadCreationFailed", func(t *testing.T) {
+		e := ktNewEnv(t, ktEnvOptions{})
+		_, _, rs := ktGangSetup(t, e)
+		e.Events()
+		e.Fail("create", "podgroups", quota)
+		if pg, err := e.r.EnsurePodGroup(e.Ctx, rs); err == nil {
+			t.Fatalf("EnsurePodGroup = %v with creates failing", pg)
+		}
+		if ev := e.Events(); !fakeapi.HasEvent(ev, "Warning "+events.WorkloadCreationFailed+" Error creating PodGroup") {
+			t.Errorf("events = %v, want Warning %s about the PodGroup", ev, events.WorkloadCreationFailed)
+		}
+	})
+}
