@@ -1,8 +1,16 @@
-// Package controllers will hold the reference implementation of KEP-6276
-// (Deployment) and KEP-6277 (StatefulSet): the upstream k8s.io/kubernetes v1.37.2
-// Deployment, ReplicaSet and StatefulSet controllers imported as libraries, with
-// the KEPs' Workload and PodGroup handling layered in at the seams the KEPs name.
+// Package controllers is the reference implementation of KEP-6276 (Deployment)
+// and KEP-6277 (StatefulSet): the upstream k8s.io/kubernetes Deployment,
+// ReplicaSet and StatefulSet controllers imported as libraries, with the KEPs'
+// Workload and PodGroup handling layered in at the seams the KEPs name
+// (wrapped clientsets and pod control), plus the admission webhook.
 //
-// It is empty until those issues land; the harness already runs the stock
-// kube-controller-manager so that the suites have a real control plane to talk to.
+//   - deployment, statefulset: the KEPs' hooks and their work queues
+//   - admission: the validating webhook (what the KEPs put in kube-apiserver)
+//   - ownerguard, objcache, queue, cascade, schedulingapi: what both share
+//   - events, features: the event reasons and gates both use
+//   - config: RBAC, the webhook registration, the local-cluster add-on
+//   - cmd/was-controller-manager: the one binary
+//
+// The harness (framework/, suites/, pkg/) imports none of this; the contract
+// between the two is api/.
 package controllers

@@ -1,5 +1,5 @@
-// Package statefulset will hold the KEP-6277 specs (ids S-*): one Workload and
-// one PodGroup for a StatefulSet's whole life, discovery by reference, gang
-// only with Parallel. Import it to register them. It is empty until the
-// StatefulSet issue lands; `make report` lists its ids as MISSING meanwhile.
+// Package statefulset holds the KEP-6277 specs (ids S-*): one Workload and one
+// PodGroup for a StatefulSet's whole life, discovery by reference, gang only
+// with Parallel, admission, user-provided objects, composition by parents, DRA
+// and preemption. Import it (suites/e2e does) to register them.
 package statefulset
