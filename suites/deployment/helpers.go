@@ -2,7 +2,6 @@ package deployment
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
@@ -11,9 +10,10 @@ import (
 	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/workload-aware/apps-harness/framework"
+	"github.com/workload-aware/apps-harness/framework/apps"
 	"github.com/workload-aware/apps-harness/framework/builder"
 )
 
@@ -44,99 +44,67 @@ func create(ctx context.Context, d *appsv1.Deployment, cfg *framework.Deployment
 	return created
 }
 
+// The Deployment specs name their app by *appsv1.Deployment; the functions
+// below bind it to framework/apps, the one model of an app's state, so the
+// specs read as before and no state logic lives in this suite.
+
 // podsOf selects the Deployment's pods.
 func podsOf(f *framework.Framework, d *appsv1.Deployment) framework.PodsInput {
-	return framework.PodsInput{ClientSet: f.ClientSet, Namespace: f.Namespace, LabelSelector: builder.AppLabel + "=" + d.Name}
+	return apps.Pods(f, apps.Deployment(d))
 }
 
 // workloadsOf returns the Workloads controlled by d.
 func workloadsOf(ctx context.Context, f *framework.Framework, d *appsv1.Deployment) []schedulingv1beta1.Workload {
-	list, err := f.ClientSet.SchedulingV1beta1().Workloads(f.Namespace).List(ctx, metav1.ListOptions{})
-	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	var out []schedulingv1beta1.Workload
-	for _, w := range list.Items {
-		if metav1.IsControlledBy(&w, d) {
-			out = append(out, w)
-		}
-	}
-	return out
+	return apps.Workloads(ctx, f, apps.Deployment(d))
 }
 
 // theWorkload waits until d controls exactly one Workload and returns it.
 func theWorkload(ctx context.Context, f *framework.Framework, d *appsv1.Deployment) schedulingv1beta1.Workload {
-	var got []schedulingv1beta1.Workload
-	gomega.Eventually(ctx, func(ctx context.Context) []schedulingv1beta1.Workload {
-		got = workloadsOf(ctx, f, d)
-		return got
-	}).WithTimeout(f.Timeouts.PodsBound).WithPolling(f.Timeouts.Poll).Should(gomega.HaveLen(1),
-		"waiting for exactly one Workload controlled by Deployment %s", d.Name)
-	return got[0]
+	ginkgo.GinkgoHelper()
+	return apps.TheWorkload(ctx, f, apps.Deployment(d))
 }
 
-// podGroups lists the namespace's PodGroups.
+// podGroups lists the namespace's PodGroups, terminating ones included.
 func podGroups(ctx context.Context, f *framework.Framework) []schedulingv1beta1.PodGroup {
-	list, err := f.ClientSet.SchedulingV1beta1().PodGroups(f.Namespace).List(ctx, metav1.ListOptions{})
-	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	return list.Items
+	return apps.ListPodGroups(ctx, f)
 }
 
 // replicaSets lists the ReplicaSets controlled by d.
 func replicaSets(ctx context.Context, f *framework.Framework, d *appsv1.Deployment) []appsv1.ReplicaSet {
-	list, err := f.ClientSet.AppsV1().ReplicaSets(f.Namespace).List(ctx, metav1.ListOptions{})
-	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	var out []appsv1.ReplicaSet
-	for _, rs := range list.Items {
-		if metav1.IsControlledBy(&rs, d) {
-			out = append(out, rs)
-		}
+	return apps.ReplicaSets(ctx, f, apps.Deployment(d))
+}
+
+// podUIDs returns the UIDs of the Deployment's live pods, as a set.
+func podUIDs(ctx context.Context, f *framework.Framework, d *appsv1.Deployment) map[string]bool {
+	out := map[string]bool{}
+	for _, uid := range apps.Read(ctx, f, apps.Deployment(d)).PodUIDs() {
+		out[string(uid)] = true
 	}
 	return out
 }
 
-// gangState is what a spec expects of a gang Deployment's scheduling objects.
-type gangState struct {
-	WorkloadMinCount int32
-	// PodGroups lists "name=minCount" of the namespace's live PodGroups.
-	PodGroups []string
-}
-
-func (s gangState) String() string {
-	return fmt.Sprintf("workload minCount %d, podgroups %v", s.WorkloadMinCount, s.PodGroups)
-}
-
-// readGangState reads the Workload's template minCount and the live PodGroups.
-func readGangState(ctx context.Context, f *framework.Framework, d *appsv1.Deployment) gangState {
-	s := gangState{PodGroups: []string{}}
-	if ws := workloadsOf(ctx, f, d); len(ws) == 1 {
-		s.WorkloadMinCount = framework.WorkloadMinCount(&ws[0])
+// waitForGangState waits until d's one Workload is at minCount want and its
+// only PodGroup, live, is at minCount want too; or, when podGroupWanted is
+// false, until d has no PodGroup at all (zero replicas).
+func waitForGangState(ctx context.Context, f *framework.Framework, d *appsv1.Deployment, want int32, podGroupWanted bool) apps.State {
+	ginkgo.GinkgoHelper()
+	if podGroupWanted {
+		return apps.WaitForMinCounts(ctx, f, apps.Deployment(d), want)
 	}
-	for _, pg := range podGroups(ctx, f) {
-		if pg.DeletionTimestamp == nil {
-			s.PodGroups = append(s.PodGroups, fmt.Sprintf("%s=%d", pg.Name, framework.PodGroupMinCount(&pg)))
-		}
-	}
-	return s
+	return apps.WaitForWorkloadOnly(ctx, f, apps.Deployment(d), want)
 }
 
-// waitForGangState waits until the Workload's minCount is want and the only
-// live PodGroup is the active ReplicaSet's with minCount want (or none, when
-// podGroupWanted is false).
-func waitForGangState(ctx context.Context, f *framework.Framework, d *appsv1.Deployment, want int32, podGroupWanted bool) {
-	gomega.Eventually(ctx, func(ctx context.Context) gangState {
-		return readGangState(ctx, f, d)
-	}).WithTimeout(f.Timeouts.PodsBound).WithPolling(f.Timeouts.Poll).Should(gomega.SatisfyAll(
-		gomega.HaveField("WorkloadMinCount", want),
-		gomega.HaveField("PodGroups", gomega.HaveLen(map[bool]int{true: 1, false: 0}[podGroupWanted])),
-		gomega.HaveField("PodGroups", gomega.Or(gomega.BeEmpty(), gomega.HaveEach(gomega.HaveSuffix(fmt.Sprintf("=%d", want))))),
-	), "waiting for Workload minCount %d and %v PodGroup(s) of minCount %d", want, podGroupWanted, want)
-}
-
-// scale sets spec.replicas through an ordinary update.
+// scale sets spec.replicas through an ordinary update and returns the
+// server's answer.
 func scale(ctx context.Context, f *framework.Framework, d *appsv1.Deployment, replicas int32) error {
-	_, err := framework.Intent.UpdateDeployment(ctx, f.Namespace, d.Name, func(d *appsv1.Deployment, _ **framework.DeploymentScheduling) {
-		d.Spec.Replicas = ptr.To(replicas)
-	})
-	return err
+	return apps.TryScale(ctx, f, apps.Deployment(d), replicas)
+}
+
+// expectOwner asserts refs contain exactly one reference to the named object
+// with the given controller flag.
+func expectOwner(refs []metav1.OwnerReference, apiVersion, kind, name, uid string, controller bool) {
+	ginkgo.GinkgoHelper()
+	apps.ExpectOwner(refs, apps.Owner{APIVersion: apiVersion, Kind: kind, Name: name, UID: types.UID(uid)}, controller)
 }
 
 // expectRejected asserts err is an admission rejection that names field.

@@ -164,19 +164,3 @@ var _ = ginkgo.Describe("Deployment Workload and PodGroups", framework.KEP(6276)
 			}
 		})
 	})
-
-// expectOwner asserts refs contain exactly one reference to the named object
-// with the given controller flag.
-func expectOwner(refs []metav1.OwnerReference, apiVersion, kind, name, uid string, controller bool) {
-	var found []metav1.OwnerReference
-	for _, r := range refs {
-		if r.Kind == kind && r.Name == name {
-			found = append(found, r)
-		}
-	}
-	gomega.ExpectWithOffset(1, found).To(gomega.HaveLen(1), "ownerReferences %v: want one to %s %s", refs, kind, name)
-	r := found[0]
-	gomega.ExpectWithOffset(1, r.APIVersion).To(gomega.Equal(apiVersion), "ownerReference to %s %s", kind, name)
-	gomega.ExpectWithOffset(1, string(r.UID)).To(gomega.Equal(uid), "ownerReference to %s %s", kind, name)
-	gomega.ExpectWithOffset(1, ptr.Deref(r.Controller, false)).To(gomega.Equal(controller), "controller flag of the ownerReference to %s %s", kind, name)
-}

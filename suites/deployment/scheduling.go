@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/workload-aware/apps-harness/framework"
+	"github.com/workload-aware/apps-harness/framework/apps"
 )
 
 var _ = ginkgo.Describe("Deployment gangs on the scheduler", framework.KEP(6276),
@@ -77,11 +78,8 @@ var _ = ginkgo.Describe("Deployment gangs on the scheduler", framework.KEP(6276)
 			gomega.Eventually(ctx, func(ctx context.Context) []schedulingv1beta1.PodGroup {
 				return podGroups(ctx, f)
 			}).WithTimeout(f.Timeouts.PodsBound).WithPolling(f.Timeouts.Poll).Should(gomega.BeEmpty(), "waiting for the PodGroup to be deleted at zero replicas")
-			gomega.Consistently(ctx, func(ctx context.Context) gangState {
-				return readGangState(ctx, f, d)
-			}).WithTimeout(f.Timeouts.StaysUnbound).WithPolling(f.Timeouts.Poll).Should(gomega.And(
-				gomega.HaveField("WorkloadMinCount", int32(2)), gomega.HaveField("PodGroups", gomega.BeEmpty())),
-				"at zero replicas the Workload keeps the user's minCount 2")
+			apps.KeepsState(ctx, f, apps.Deployment(d), "at zero replicas the Workload keeps the user's minCount 2", gomega.And(
+				gomega.HaveField("Workloads", gomega.ConsistOf(gomega.HaveField("MinCount", int32(2)))), gomega.HaveField("PodGroups", gomega.BeEmpty())))
 			h.Stop()
 			for _, c := range h.Sorted() {
 				gomega.Expect(c.MinCount).To(gomega.Equal(int32(2)), "a Workload write changed the user's minCount at zero replicas:\n%s", h)
@@ -101,13 +99,13 @@ var _ = ginkgo.Describe("Deployment gangs on the scheduler", framework.KEP(6276)
 
 		ginkgo.It("scales a running gang up without disturbing its pods; only new pods wait for the quorum", framework.ID("D-E8"), framework.Serial, func(ctx context.Context) {
 			d := create(ctx, recreate(f, "grow", 3, "1").Obj(), gang(nil))
-			before := framework.WaitForPodsRunning(ctx, podsOf(f, d), 3)
-			original := podUIDs(ctx, f, d)
+			framework.WaitForPodsRunning(ctx, podsOf(f, d), 3)
+			before := apps.Read(ctx, f, apps.Deployment(d))
 
 			ginkgo.By("scaling to 4, which fits")
 			gomega.Expect(scale(ctx, f, d, 4)).To(gomega.Succeed())
 			framework.WaitForPodsRunning(ctx, podsOf(f, d), 4)
-			expectUndisturbed(ctx, f, d, original, before)
+			apps.ExpectPodsUndisturbed(apps.Read(ctx, f, apps.Deployment(d)), before)
 
 			fit := framework.MeasureCapacity(ctx, f)
 			huge := int32(fit.Nodes*int(fit.MinAllocatable.Value()) + 4)
@@ -122,7 +120,7 @@ var _ = ginkgo.Describe("Deployment gangs on the scheduler", framework.KEP(6276)
 				return s.Bound, err
 			}).WithTimeout(f.Timeouts.StaysUnbound).WithPolling(f.Timeouts.Poll).Should(gomega.Equal(4),
 				"only the 4 pods that ran before may be bound while the new quorum cannot be met")
-			expectUndisturbed(ctx, f, d, original, before)
+			apps.ExpectPodsUndisturbed(apps.Read(ctx, f, apps.Deployment(d)), before)
 		})
 
 		ginkgo.It("replaces a deleted pod without recreating the PodGroup", framework.ID("D-E9"), func(ctx context.Context) {
@@ -171,32 +169,3 @@ var _ = ginkgo.Describe("Deployment gangs on the scheduler", framework.KEP(6276)
 			framework.ExpectNoPodBound(ctx, podsOf(f, d))
 		})
 	})
-
-// podUIDs returns the UIDs of the Deployment's pods.
-func podUIDs(ctx context.Context, f *framework.Framework, d *appsv1.Deployment) map[string]bool {
-	pods, err := framework.ListPods(ctx, podsOf(f, d))
-	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	out := map[string]bool{}
-	for _, p := range pods {
-		if p.DeletionTimestamp == nil {
-			out[string(p.UID)] = true
-		}
-	}
-	return out
-}
-
-// expectUndisturbed asserts the original pods still exist, on the same nodes, Running.
-func expectUndisturbed(ctx context.Context, f *framework.Framework, d *appsv1.Deployment, original map[string]bool, before framework.PodBindingState) {
-	pods, err := framework.ListPods(ctx, podsOf(f, d))
-	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	seen := 0
-	for _, p := range pods {
-		if !original[string(p.UID)] {
-			continue
-		}
-		seen++
-		gomega.ExpectWithOffset(1, p.Status.Phase).To(gomega.Equal(corev1.PodRunning), "original pod %s", p.Name)
-		gomega.ExpectWithOffset(1, p.Spec.NodeName).To(gomega.Equal(before.NodeOf[p.Name]), "original pod %s moved", p.Name)
-	}
-	gomega.ExpectWithOffset(1, seen).To(gomega.Equal(len(original)), "some original pods are gone")
-}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/workload-aware/apps-harness/framework"
+	"github.com/workload-aware/apps-harness/framework/apps"
 	"github.com/workload-aware/apps-harness/framework/builder"
 )
 
@@ -35,15 +36,15 @@ var _ = ginkgo.Describe("StatefulSets composed by a parent controller", framewor
 				Annotation(groupTemplateNameAnnotation, "members").
 				OwnerReference(controllerRefTo(parent)).Obj()
 			set = create(ctx, set, gang())
-			framework.WaitForPodsRunning(ctx, podsOf(f, set), 2)
+			apps.WaitForRunning(ctx, f, apps.StatefulSet(set), 2)
 
 			pg := delegatedPodGroup(ctx, f, set, pw.Name)
 			gomega.Expect(pg.Spec.WorkloadRef).To(gomega.HaveValue(gomega.Equal(schedulingv1beta1.WorkloadReference{
 				WorkloadName: pw.Name, TemplateName: "members"})), "the PodGroup must be stamped from the parent's template")
 			gomega.Expect(framework.PodGroupMinCount(&pg)).To(gomega.Equal(int32(2)), "minCount comes from the parent's template")
-			expectOwner(pg.OwnerReferences, "apps/v1", "StatefulSet", set.Name, string(set.UID), true)
-			expectNoOwnerOfKind(pg.OwnerReferences, "Workload")
-			expectPodsInGroup(ctx, f, set, &pg, 2)
+			apps.ExpectOwner(pg.OwnerReferences, apps.OwnerStatefulSet(set), true)
+			apps.ExpectNoOwnerOfKind(pg.OwnerReferences, "Workload")
+			apps.ExpectPodsInGroup(ctx, f, apps.StatefulSet(set), apps.OwnerStatefulSet(set), &pg, 2)
 			expectNoOwnWorkload(ctx, f, set)
 			expectParentWorkloadUntouched(ctx, f, pw)
 		})
@@ -86,41 +87,41 @@ var _ = ginkgo.Describe("StatefulSets composed by a parent controller", framewor
 				Annotation(parentCompositePodGroupAnnotation, cpg.Name).
 				OwnerReference(controllerRefTo(parent)).Obj()
 			set = create(ctx, set, gang())
-			waitForPodsCreated(ctx, f, set, 2)
+			apps.WaitForPodsCreated(ctx, f, apps.StatefulSet(set), 2)
 
 			pg := delegatedPodGroup(ctx, f, set, pw.Name)
 			gomega.Expect(pg.Spec.WorkloadRef).To(gomega.HaveValue(gomega.Equal(schedulingv1beta1.WorkloadReference{
 				WorkloadName: pw.Name, TemplateName: "workers"})), "the PodGroup must be stamped from the parent's nested template")
 			gomega.Expect(pg.Spec.ParentCompositePodGroupName).To(gomega.HaveValue(gomega.Equal(cpg.Name)),
 				"the PodGroup must be attached to the CompositePodGroup named by %s", parentCompositePodGroupAnnotation)
-			expectOwner(pg.OwnerReferences, "apps/v1", "StatefulSet", set.Name, string(set.UID), true)
-			expectNoOwnerOfKind(pg.OwnerReferences, "Workload")
-			expectPodsInGroup(ctx, f, set, &pg, 2)
+			apps.ExpectOwner(pg.OwnerReferences, apps.OwnerStatefulSet(set), true)
+			apps.ExpectNoOwnerOfKind(pg.OwnerReferences, "Workload")
+			apps.ExpectPodsInGroup(ctx, f, apps.StatefulSet(set), apps.OwnerStatefulSet(set), &pg, 2)
 			expectNoOwnWorkload(ctx, f, set)
 			expectParentWorkloadUntouched(ctx, f, pw)
-			framework.WaitForPodsRunning(ctx, podsOf(f, set), 2)
+			apps.WaitForRunning(ctx, f, apps.StatefulSet(set), 2)
 		})
 
 		ginkgo.It("gives a StatefulSet whose owner sets no downward annotation its own Workload and PodGroup", framework.ID("S-I10"), func(ctx context.Context) {
 			parent := createParent(ctx, f, "owner")
 			set := parallel(f, "owned", 3, "100m").OwnerReference(controllerRefTo(parent)).Obj()
 			set = create(ctx, set, gang())
-			framework.WaitForPodsRunning(ctx, podsOf(f, set), 3)
+			apps.WaitForRunning(ctx, f, apps.StatefulSet(set), 3)
 
-			w := theWorkload(ctx, f, set)
-			gomega.Expect(w.Spec.ControllerRef).To(gomega.HaveValue(gomega.Equal(setRef(set))))
-			expectOwner(w.OwnerReferences, "apps/v1", "StatefulSet", set.Name, string(set.UID), true)
+			w := apps.TheWorkload(ctx, f, apps.StatefulSet(set))
+			gomega.Expect(w.Spec.ControllerRef).To(gomega.HaveValue(gomega.Equal(apps.StatefulSet(set).ControllerRef())))
+			apps.ExpectOwner(w.OwnerReferences, apps.OwnerStatefulSet(set), true)
 			gomega.Expect(w.Annotations).To(gomega.HaveKeyWithValue(managedByAnnotation, managedByStatefulSetController))
 			gomega.Expect(framework.WorkloadMinCount(&w)).To(gomega.Equal(int32(3)))
-			gomega.Expect(workloadsReferencing(ctx, f, schedulingv1beta1.TypedLocalObjectReference{Kind: "ConfigMap", Name: parent.Name})).To(gomega.BeEmpty(),
+			gomega.Expect(apps.WorkloadsReferencing(ctx, f, schedulingv1beta1.TypedLocalObjectReference{Kind: "ConfigMap", Name: parent.Name})).To(gomega.BeEmpty(),
 				"no Workload may name the owner: it did not ask for delegation")
-			pg := thePodGroup(ctx, f, &w)
+			pg := apps.ThePodGroup(ctx, f, &w)
 			gomega.Expect(pg.Spec.WorkloadRef).To(gomega.HaveValue(gomega.Equal(schedulingv1beta1.WorkloadReference{
 				WorkloadName: w.Name, TemplateName: w.Spec.PodGroupTemplates[0].Name})))
 			gomega.Expect(pg.Spec.ParentCompositePodGroupName).To(gomega.BeNil())
-			expectOwner(pg.OwnerReferences, "apps/v1", "StatefulSet", set.Name, string(set.UID), true)
-			expectOwner(pg.OwnerReferences, "scheduling.k8s.io/v1beta1", "Workload", w.Name, string(w.UID), false)
-			expectPodsInGroup(ctx, f, set, &pg, 3)
+			apps.ExpectOwner(pg.OwnerReferences, apps.OwnerStatefulSet(set), true)
+			apps.ExpectOwner(pg.OwnerReferences, apps.OwnerWorkload(&w), false)
+			apps.ExpectPodsInGroup(ctx, f, apps.StatefulSet(set), apps.OwnerStatefulSet(set), &pg, 3)
 		})
 	})
 
@@ -151,12 +152,12 @@ func delegatedPodGroup(ctx context.Context, f *framework.Framework, set *appsv1.
 	var got []schedulingv1beta1.PodGroup
 	gomega.EventuallyWithOffset(1, ctx, func(ctx context.Context) []string {
 		got = nil
-		for _, pg := range podGroupsOf(ctx, f, parentWorkload) {
+		for _, pg := range apps.PodGroupsReferencing(ctx, f, parentWorkload) {
 			if metav1.IsControlledBy(&pg, set) {
 				got = append(got, pg)
 			}
 		}
-		return objectNames(got)
+		return apps.Names(got)
 	}).WithTimeout(f.Timeouts.PodsBound).WithPolling(f.Timeouts.Poll).Should(gomega.HaveLen(1),
 		"waiting for exactly one PodGroup controlled by StatefulSet %s whose spec.workloadRef names the parent Workload %s", set.Name, parentWorkload)
 	return got[0]
@@ -166,7 +167,7 @@ func delegatedPodGroup(ctx context.Context, f *framework.Framework, set *appsv1.
 // spec.controllerRef.
 func expectNoOwnWorkload(ctx context.Context, f *framework.Framework, set *appsv1.StatefulSet) {
 	gomega.ConsistentlyWithOffset(1, ctx, func(ctx context.Context) []string {
-		return objectNames(workloadsOf(ctx, f, set))
+		return apps.Names(apps.Workloads(ctx, f, apps.StatefulSet(set)))
 	}).WithTimeout(f.Timeouts.StaysUnbound).WithPolling(f.Timeouts.Poll).Should(gomega.BeEmpty(),
 		"a delegated StatefulSet must not have a Workload of its own")
 }

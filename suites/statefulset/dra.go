@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/workload-aware/apps-harness/framework"
+	"github.com/workload-aware/apps-harness/framework/apps"
 	"github.com/workload-aware/apps-harness/framework/builder"
 )
 
@@ -26,10 +27,10 @@ var _ = ginkgo.Describe("StatefulSets with PodGroup-level ResourceClaims", frame
 				framework.CreateResourceClaimTemplate(ctx, f, "gpu", 1)
 				cfg := draGang(draClaim("gpu", "", "gpu"))
 				set := create(ctx, draSet(f, "tmpl", 2, draClaim("gpu", "", "gpu")).Obj(), cfg)
-				framework.WaitForPodsRunning(ctx, podsOf(f, set), 2)
-				w := theWorkload(ctx, f, set)
+				apps.WaitForRunning(ctx, f, apps.StatefulSet(set), 2)
+				w := apps.TheWorkload(ctx, f, apps.StatefulSet(set))
 				gomega.Expect(w.Spec.PodGroupTemplates[0].ResourceClaims).To(gomega.Equal(draPodGroupClaims(cfg)), "S-I12: the Workload template carries spec.scheduling.resourceClaims")
-				pg := thePodGroup(ctx, f, &w)
+				pg := apps.ThePodGroup(ctx, f, &w)
 				gomega.Expect(pg.Spec.ResourceClaims).To(gomega.Equal(draPodGroupClaims(cfg)), "S-I12: the PodGroup carries spec.scheduling.resourceClaims")
 				// S-I14: allocated and reserved for exactly the PodGroup.
 				claim := framework.WaitForPodGroupClaim(ctx, draClaimInput(f, &pg, "gpu"))
@@ -38,8 +39,8 @@ var _ = ginkgo.Describe("StatefulSets with PodGroup-level ResourceClaims", frame
 				draExpectPodsShare(ctx, f, set, 2, "gpu", claim) // S-I12: shared by all pods
 
 				ginkgo.By("scaling up to 4: the new pods join the existing claim, no claim is generated")
-				scale(ctx, f, set, 4)
-				framework.WaitForPodsRunning(ctx, podsOf(f, set), 4)
+				apps.Scale(ctx, f, apps.StatefulSet(set), 4)
+				apps.WaitForRunning(ctx, f, apps.StatefulSet(set), 4)
 				after := framework.WaitForPodGroupClaim(ctx, draClaimInput(f, &pg, "gpu"))
 				gomega.Expect(after.UID).To(gomega.Equal(claim.UID), "S-E14: scale-up keeps the PodGroup's claim")
 				draExpectOnlyClaims(ctx, f, claim)
@@ -52,9 +53,9 @@ var _ = ginkgo.Describe("StatefulSets with PodGroup-level ResourceClaims", frame
 			gomega.Expect(err).NotTo(gomega.HaveOccurred(), "creating ResourceClaim %s", named.Name)
 			cfg := draGang(draClaim("gpu", named.Name, ""))
 			set := create(ctx, draSet(f, "named", 3, draClaim("gpu", named.Name, "")).Obj(), cfg)
-			framework.WaitForPodsRunning(ctx, podsOf(f, set), 3)
-			w := theWorkload(ctx, f, set)
-			pg := thePodGroup(ctx, f, &w)
+			apps.WaitForRunning(ctx, f, apps.StatefulSet(set), 3)
+			w := apps.TheWorkload(ctx, f, apps.StatefulSet(set))
+			pg := apps.ThePodGroup(ctx, f, &w)
 			gomega.Expect(pg.Spec.ResourceClaims).To(gomega.Equal(draPodGroupClaims(cfg)), "the PodGroup carries spec.scheduling.resourceClaims")
 			claim := framework.WaitForPodGroupClaim(ctx, draClaimInput(f, &pg, "gpu"))
 			gomega.Expect(claim.Name).To(gomega.Equal(named.Name), "the PodGroup's claim is the named one")
@@ -68,22 +69,22 @@ var _ = ginkgo.Describe("StatefulSets with PodGroup-level ResourceClaims", frame
 			framework.ID("S-E7", "S-I15"), func(ctx context.Context) {
 				framework.CreateResourceClaimTemplate(ctx, f, "gpu", 1)
 				set := create(ctx, draSet(f, "zero", 2, draClaim("gpu", "", "gpu")).Obj(), draGang(draClaim("gpu", "", "gpu")))
-				framework.WaitForPodsRunning(ctx, podsOf(f, set), 2)
-				w := theWorkload(ctx, f, set)
-				pg := thePodGroup(ctx, f, &w)
+				apps.WaitForRunning(ctx, f, apps.StatefulSet(set), 2)
+				w := apps.TheWorkload(ctx, f, apps.StatefulSet(set))
+				pg := apps.ThePodGroup(ctx, f, &w)
 				claim := framework.WaitForPodGroupClaim(ctx, draClaimInput(f, &pg, "gpu"))
 				before := framework.StateOf(claim)
 
 				ginkgo.By("scaling to zero")
-				scale(ctx, f, set, 0)
-				waitForPodsCreated(ctx, f, set, 0)
+				apps.Scale(ctx, f, apps.StatefulSet(set), 0)
+				apps.WaitForPodsCreated(ctx, f, apps.StatefulSet(set), 0)
 				gomega.Consistently(ctx, func(ctx context.Context) (string, error) {
 					c, err := f.ClientSet.ResourceV1().ResourceClaims(f.Namespace).Get(ctx, claim.Name, metav1.GetOptions{})
 					if err != nil {
 						return "", err
 					}
-					s := readGangState(ctx, f, set)
-					if s.PodGroupUID != pg.UID || s.PodGroupTerminating {
+					s := apps.Read(ctx, f, apps.StatefulSet(set))
+					if len(s.PodGroups) != 1 || s.PodGroups[0].UID != pg.UID || s.PodGroups[0].Terminating {
 						return "PodGroup not retained: " + s.String(), nil
 					}
 					return framework.StateOf(c).String(), nil
@@ -91,14 +92,14 @@ var _ = ginkgo.Describe("StatefulSets with PodGroup-level ResourceClaims", frame
 					"S-E7: at zero replicas the PodGroup stays and its claim stays allocated on the same device's node and reserved for it")
 
 				ginkgo.By("scaling back: the pods return to the same claim on the same node")
-				scale(ctx, f, set, 2)
-				framework.WaitForPodsRunning(ctx, podsOf(f, set), 2)
+				apps.Scale(ctx, f, apps.StatefulSet(set), 2)
+				apps.WaitForRunning(ctx, f, apps.StatefulSet(set), 2)
 				draExpectPodsShare(ctx, f, set, 2, "gpu", claim)
 
 				ginkgo.By("deleting the StatefulSet: the PodGroup goes, and the claim generated for it with it")
 				gomega.Expect(f.ClientSet.AppsV1().StatefulSets(f.Namespace).Delete(ctx, set.Name, metav1.DeleteOptions{})).To(gomega.Succeed())
 				gomega.Eventually(ctx, func(ctx context.Context) []string {
-					return objectNames(podGroupsOf(ctx, f, w.Name))
+					return apps.Names(apps.PodGroupsReferencing(ctx, f, w.Name))
 				}).WithTimeout(f.Timeouts.Cleanup).WithPolling(f.Timeouts.Poll).Should(gomega.BeEmpty(), "waiting for PodGroup %s to be deleted", pg.Name)
 				framework.WaitForClaimGone(ctx, f.ClientSet, f.Namespace, claim.Name, claim.UID)
 			})
@@ -118,13 +119,13 @@ var _ = ginkgo.Describe("StatefulSets with PodGroup-level ResourceClaims", frame
 				framework.CreateResourceClaimTemplate(ctx, f, "none", 0)
 				cfg := draGang(draClaim("gpu", "", "gpu"), draClaim("ctl", "", "none"))
 				set := create(ctx, draSet(f, "roll", 2, draClaim("gpu", "", "gpu"), draClaim("ctl", "", "none")).Obj(), cfg)
-				framework.WaitForPodsRunning(ctx, podsOf(f, set), 2)
-				w := theWorkload(ctx, f, set)
-				pg := thePodGroup(ctx, f, &w)
+				apps.WaitForRunning(ctx, f, apps.StatefulSet(set), 2)
+				w := apps.TheWorkload(ctx, f, apps.StatefulSet(set))
+				pg := apps.ThePodGroup(ctx, f, &w)
 				shared := framework.WaitForPodGroupClaim(ctx, draClaimInput(f, &pg, "gpu"))
 				ctl := framework.WaitForPodGroupClaim(ctx, draClaimInput(f, &pg, "ctl"))
 				draExpectPodsShare(ctx, f, set, 2, "gpu", shared)
-				before := placements(ctx, f, set)
+				before := apps.Read(ctx, f, apps.StatefulSet(set))
 
 				ginkgo.By("rolling out a pod template whose gpu claim names template gpu-own")
 				_, err := framework.Intent.UpdateStatefulSet(ctx, f.Namespace, set.Name, func(s *appsv1.StatefulSet, _ **framework.StatefulSetScheduling) {
@@ -133,7 +134,7 @@ var _ = ginkgo.Describe("StatefulSets with PodGroup-level ResourceClaims", frame
 				gomega.Expect(err).NotTo(gomega.HaveOccurred(), "updating the pod template")
 				waitForRollout(ctx, f, set, 2)
 
-				pods, err := framework.ListPods(ctx, podsOf(f, set))
+				pods, err := framework.ListPods(ctx, apps.Pods(f, apps.StatefulSet(set)))
 				gomega.Expect(err).NotTo(gomega.HaveOccurred())
 				claims, err := framework.ListClaims(ctx, f.ClientSet, f.Namespace)
 				gomega.Expect(err).NotTo(gomega.HaveOccurred())
@@ -142,7 +143,7 @@ var _ = ginkgo.Describe("StatefulSets with PodGroup-level ResourceClaims", frame
 					byName[c.Name] = c
 				}
 				for _, p := range pods {
-					gomega.Expect(p.UID).NotTo(gomega.Equal(before[p.Name].UID), "pod %s was replaced by the rolling update", p.Name)
+					gomega.Expect(p.UID).NotTo(gomega.Equal(before.PodUIDs()[p.Name]), "pod %s was replaced by the rolling update", p.Name)
 					gomega.Expect(framework.PodClaimName(&p, "ctl")).To(gomega.Equal(ctl.Name), "matching claim ctl of pod %s still uses the PodGroup's claim", p.Name)
 					own, ok := byName[framework.PodClaimName(&p, "gpu")]
 					gomega.Expect(ok).To(gomega.BeTrue(), "pod %s resolved gpu to no claim: %v", p.Name, p.Status.ResourceClaimStatuses)
@@ -151,7 +152,7 @@ var _ = ginkgo.Describe("StatefulSets with PodGroup-level ResourceClaims", frame
 					gomega.Expect(framework.ReservedOnlyFor(&own, framework.PodConsumer(&p))).To(gomega.BeTrue(), "%s is reserved for pod %s alone", framework.StateOf(&own), p.Name)
 					gomega.Expect(p.Spec.NodeName).To(gomega.Equal(framework.ClaimNode(&own)), "pod %s runs where its own device is", p.Name)
 				}
-				gomega.Expect(claims).To(gomega.HaveLen(4), "the PodGroup's two claims and one per pod: %v", objectNames(claims))
+				gomega.Expect(claims).To(gomega.HaveLen(4), "the PodGroup's two claims and one per pod: %v", apps.Names(claims))
 				ginkgo.By("the PodGroup's gpu claim, used by no pod now, stays allocated and reserved for the PodGroup")
 				now := framework.WaitForPodGroupClaim(ctx, draClaimInput(f, &pg, "gpu"))
 				gomega.Expect(framework.StateOf(now)).To(gomega.Equal(framework.StateOf(shared)), "the unused shared claim is unchanged")
@@ -222,12 +223,12 @@ func draExpectOnlyClaims(ctx context.Context, f *framework.Framework, want ...*r
 // and running on its device's node.
 func draExpectPodsShare(ctx context.Context, f *framework.Framework, set *appsv1.StatefulSet, n int, entry string, claim *resourcev1.ResourceClaim) {
 	ginkgo.GinkgoHelper()
-	pods, err := framework.ListPods(ctx, podsOf(f, set))
+	pods, err := framework.ListPods(ctx, apps.Pods(f, apps.StatefulSet(set)))
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	gomega.Expect(pods).To(gomega.HaveLen(n), "pods of %s: %v", set.Name, podNames(pods))
+	gomega.Expect(pods).To(gomega.HaveLen(n), "pods of %s: %v", set.Name, apps.Names(pods))
 	for _, p := range pods {
 		gomega.Expect(p.Status.Phase).To(gomega.Equal(corev1.PodRunning), "pod %s", p.Name)
 	}
 	framework.ExpectPodsShareClaim(pods, entry, claim)
-	logf("%s shared by %v", framework.StateOf(claim), podNames(pods))
+	logf("%s shared by %v", framework.StateOf(claim), apps.Names(pods))
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/onsi/gomega"
 
 	"github.com/workload-aware/apps-harness/framework"
+	"github.com/workload-aware/apps-harness/framework/apps"
 )
 
 var _ = ginkgo.Describe("StatefulSets with the WorkloadWithStatefulSet gate off", framework.KEP(6277),
@@ -26,19 +27,19 @@ var _ = ginkgo.Describe("StatefulSets with the WorkloadWithStatefulSet gate off"
 				})
 
 				set := create(ctx, parallel(f, "gate-off", 3, "100m").Obj(), gang())
-				framework.WaitForPodsRunning(ctx, podsOf(f, set), 3)
-				scale(ctx, f, set, 4)
-				framework.WaitForPodsRunning(ctx, podsOf(f, set), 4)
+				apps.WaitForRunning(ctx, f, apps.StatefulSet(set), 3)
+				apps.Scale(ctx, f, apps.StatefulSet(set), 4)
+				apps.WaitForRunning(ctx, f, apps.StatefulSet(set), 4)
 				gomega.Consistently(ctx, func(ctx context.Context) string {
-					return fmt.Sprintf("workloads=%d podgroups=%d", len(workloadsOf(ctx, f, set)), len(allPodGroups(ctx, f)))
+					return fmt.Sprintf("workloads=%d podgroups=%d", len(apps.Workloads(ctx, f, apps.StatefulSet(set))), len(apps.ListPodGroups(ctx, f)))
 				}).WithTimeout(f.Timeouts.StaysUnbound).WithPolling(f.Timeouts.Poll).Should(gomega.Equal("workloads=0 podgroups=0"),
 					"with the controller's gate off a StatefulSet gets no Workload or PodGroup")
-				pods, err := framework.ListPods(ctx, podsOf(f, set))
+				pods, err := framework.ListPods(ctx, apps.Pods(f, apps.StatefulSet(set)))
 				gomega.Expect(err).NotTo(gomega.HaveOccurred())
 				for _, p := range pods {
 					gomega.Expect(p.Spec.SchedulingGroup).To(gomega.BeNil(), "pod %s", p.Name)
 					gomega.Expect(p.OwnerReferences).To(gomega.HaveLen(1), "pod %s has owners beyond its StatefulSet: %v", p.Name, p.OwnerReferences)
-					expectOwner(p.OwnerReferences, "apps/v1", "StatefulSet", set.Name, string(set.UID), true)
+					apps.ExpectOwner(p.OwnerReferences, apps.OwnerStatefulSet(set), true)
 				}
 			})
 	})

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/workload-aware/apps-harness/framework"
+	"github.com/workload-aware/apps-harness/framework/apps"
 	"github.com/workload-aware/apps-harness/framework/builder"
 )
 
@@ -22,13 +23,13 @@ var _ = ginkgo.Describe("StatefulSet Workload and PodGroup", framework.KEP(6277)
 		ginkgo.It("creates the Workload, then the PodGroup, before any pod, and wires every pod to the PodGroup", framework.ID("S-I1"), func(ctx context.Context) {
 			rec := framework.RecordWrites(ctx, f.Namespace, framework.WorkloadsResource, framework.PodGroupsResource, framework.PodsResource)
 			set := create(ctx, parallel(f, "ordered", 3, "100m").Obj(), gang())
-			framework.WaitForPodsRunning(ctx, podsOf(f, set), 3)
+			apps.WaitForRunning(ctx, f, apps.StatefulSet(set), 3)
 			gomega.Eventually(func() int { return len(rec.Creations("pods")) }).WithTimeout(f.Timeouts.PodsBound).WithPolling(f.Timeouts.Poll).Should(gomega.Equal(3),
 				"waiting for the recorder to see the 3 pod creations:\n%s", rec)
 			rec.Stop()
 
-			w := theWorkload(ctx, f, set)
-			pg := thePodGroup(ctx, f, &w)
+			w := apps.TheWorkload(ctx, f, apps.StatefulSet(set))
+			pg := apps.ThePodGroup(ctx, f, &w)
 			workloads, pgs, pods := rec.Creations("workloads"), rec.Creations("podgroups"), rec.Creations("pods")
 			gomega.Expect(workloads).To(gomega.HaveLen(1), "exactly one Workload creation:\n%s", rec)
 			gomega.Expect(workloads[0].UID).To(gomega.Equal(string(w.UID)), "the created Workload is the one discovered by spec.controllerRef:\n%s", rec)
@@ -38,8 +39,8 @@ var _ = ginkgo.Describe("StatefulSet Workload and PodGroup", framework.KEP(6277)
 			gomega.Expect(pgs[0].Revision).To(gomega.BeNumerically("<", pods[0].Revision), "a pod was created before the PodGroup:\n%s", rec)
 
 			ginkgo.By("the Workload: controllerRef, controller ownerReference, managed-by, one gang template of minCount = replicas")
-			gomega.Expect(w.Spec.ControllerRef).To(gomega.HaveValue(gomega.Equal(setRef(set))))
-			expectOwner(w.OwnerReferences, "apps/v1", "StatefulSet", set.Name, string(set.UID), true)
+			gomega.Expect(w.Spec.ControllerRef).To(gomega.HaveValue(gomega.Equal(apps.StatefulSet(set).ControllerRef())))
+			apps.ExpectOwner(w.OwnerReferences, apps.OwnerStatefulSet(set), true)
 			gomega.Expect(w.Annotations).To(gomega.HaveKeyWithValue(managedByAnnotation, managedByStatefulSetController))
 			gomega.Expect(w.Spec.PodGroupTemplates).To(gomega.HaveLen(1), "one PodGroupTemplate")
 			gomega.Expect(framework.WorkloadMinCount(&w)).To(gomega.Equal(int32(3)), "gang minCount derived from spec.replicas")
@@ -48,13 +49,13 @@ var _ = ginkgo.Describe("StatefulSet Workload and PodGroup", framework.KEP(6277)
 			gomega.Expect(pg.Spec.WorkloadRef).To(gomega.HaveValue(gomega.Equal(schedulingv1beta1.WorkloadReference{
 				WorkloadName: w.Name, TemplateName: w.Spec.PodGroupTemplates[0].Name})))
 			gomega.Expect(framework.PodGroupMinCount(&pg)).To(gomega.Equal(int32(3)))
-			expectOwner(pg.OwnerReferences, "apps/v1", "StatefulSet", set.Name, string(set.UID), true)
-			expectOwner(pg.OwnerReferences, "scheduling.k8s.io/v1beta1", "Workload", w.Name, string(w.UID), false)
+			apps.ExpectOwner(pg.OwnerReferences, apps.OwnerStatefulSet(set), true)
+			apps.ExpectOwner(pg.OwnerReferences, apps.OwnerWorkload(&w), false)
 			gomega.Expect(pg.Annotations).To(gomega.HaveKeyWithValue(managedByAnnotation, managedByStatefulSetController))
 			gomega.Expect(pg.Finalizers).To(gomega.ContainElement(podGroupProtectionFinalizer))
 
 			ginkgo.By("every pod names the PodGroup and is owned by the StatefulSet (controller) and the PodGroup")
-			expectPodsInGroup(ctx, f, set, &pg, 3)
+			apps.ExpectPodsInGroup(ctx, f, apps.StatefulSet(set), apps.OwnerStatefulSet(set), &pg, 3)
 			stored, err := f.ClientSet.AppsV1().StatefulSets(f.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
 			gomega.Expect(err).NotTo(gomega.HaveOccurred())
 			gomega.Expect(stored.Spec.Template.Spec.SchedulingGroup).To(gomega.BeNil(), "the StatefulSet's stored pod template must not change")
@@ -62,11 +63,10 @@ var _ = ginkgo.Describe("StatefulSet Workload and PodGroup", framework.KEP(6277)
 
 		ginkgo.It("keeps the same PodGroup through a rolling update with partition 0; recreated pods keep its name", framework.ID("S-I6"), func(ctx context.Context) {
 			set := create(ctx, parallel(f, "rolling", 3, "100m").Partition(0).Obj(), gang())
-			framework.WaitForPodsRunning(ctx, podsOf(f, set), 3)
-			before := waitForMinCounts(ctx, f, set, 3)
-			w := theWorkload(ctx, f, set)
-			pg := thePodGroup(ctx, f, &w)
-			original := placements(ctx, f, set)
+			apps.WaitForRunning(ctx, f, apps.StatefulSet(set), 3)
+			before := apps.WaitForMinCounts(ctx, f, apps.StatefulSet(set), 3)
+			w := apps.TheWorkload(ctx, f, apps.StatefulSet(set))
+			pg := apps.ThePodGroup(ctx, f, &w)
 
 			ginkgo.By("changing the pod template")
 			_, err := framework.Intent.UpdateStatefulSet(ctx, f.Namespace, set.Name, func(s *appsv1.StatefulSet, _ **framework.StatefulSetScheduling) {
@@ -79,26 +79,24 @@ var _ = ginkgo.Describe("StatefulSet Workload and PodGroup", framework.KEP(6277)
 			waitForRollout(ctx, f, set, 3)
 
 			ginkgo.By("every pod was recreated, into the same PodGroup")
-			pods, err := framework.ListPods(ctx, podsOf(f, set))
+			pods, err := framework.ListPods(ctx, apps.Pods(f, apps.StatefulSet(set)))
 			gomega.Expect(err).NotTo(gomega.HaveOccurred())
 			for _, p := range pods {
-				gomega.Expect(p.UID).NotTo(gomega.Equal(original[p.Name].UID), "pod %s was not recreated by the rolling update", p.Name)
+				gomega.Expect(p.UID).NotTo(gomega.Equal(before.PodUIDs()[p.Name]), "pod %s was not recreated by the rolling update", p.Name)
 				gomega.Expect(p.Annotations).To(gomega.HaveKeyWithValue("was-harness.io/revision", "2"), "pod %s", p.Name)
 			}
-			expectPodsInGroup(ctx, f, set, &pg, 3)
-			now := readGangState(ctx, f, set)
-			gomega.Expect(now.Workloads).To(gomega.Equal(1), "state: %s", now)
-			gomega.Expect(now.PodGroups).To(gomega.Equal(1), "one PodGroup for the StatefulSet's whole life: %s", now)
-			expectSameObjects(now, before)
-			gomega.Expect(now.PodGroupMinCount).To(gomega.Equal(int32(3)), "a rolling update does not change minCount: %s", now)
+			apps.ExpectPodsInGroup(ctx, f, apps.StatefulSet(set), apps.OwnerStatefulSet(set), &pg, 3)
+			now := apps.Read(ctx, f, apps.StatefulSet(set))
+			gomega.Expect(now).To(apps.AtMinCount(3), "one Workload and one PodGroup for the StatefulSet's whole life; a rolling update does not change minCount")
+			apps.ExpectSameObjects(now, before)
 		})
 
 		ginkgo.DescribeTable("deletes the Workload, the PodGroup and every pod with the StatefulSet", framework.ID("S-I7", "S-E11"),
 			func(ctx context.Context, propagation metav1.DeletionPropagation) {
 				set := create(ctx, parallel(f, "gc", 3, "100m").Obj(), gang())
-				framework.WaitForPodsRunning(ctx, podsOf(f, set), 3)
-				w := theWorkload(ctx, f, set)
-				pg := thePodGroup(ctx, f, &w)
+				apps.WaitForRunning(ctx, f, apps.StatefulSet(set), 3)
+				w := apps.TheWorkload(ctx, f, apps.StatefulSet(set))
+				pg := apps.ThePodGroup(ctx, f, &w)
 
 				gomega.Expect(f.ClientSet.AppsV1().StatefulSets(f.Namespace).Delete(ctx, set.Name, metav1.DeleteOptions{
 					PropagationPolicy: ptr.To(propagation)})).To(gomega.Succeed())
@@ -113,7 +111,7 @@ var _ = ginkgo.Describe("StatefulSet Workload and PodGroup", framework.KEP(6277)
 					if _, err := f.ClientSet.SchedulingV1beta1().PodGroups(f.Namespace).Get(ctx, pg.Name, metav1.GetOptions{}); err == nil {
 						left = append(left, "podgroup/"+pg.Name)
 					}
-					pods, _ := framework.ListPods(ctx, podsOf(f, set))
+					pods, _ := framework.ListPods(ctx, apps.Pods(f, apps.StatefulSet(set)))
 					for _, p := range pods {
 						left = append(left, "pod/"+p.Name)
 					}
@@ -131,16 +129,16 @@ var _ = ginkgo.Describe("StatefulSet Workload and PodGroup", framework.KEP(6277)
 			h := framework.RecordWrites(ctx, f.Namespace, framework.WorkloadsResource, framework.PodGroupsResource, framework.PodsResource)
 			set := builder.StatefulSet("ordered-ready", f.Namespace).Replicas(3).OrderedReady().Request(corev1.ResourceCPU, "100m").Obj()
 			set = create(ctx, set, basic())
-			framework.WaitForPodsRunning(ctx, podsOf(f, set), 3)
+			apps.WaitForRunning(ctx, f, apps.StatefulSet(set), 3)
 
-			w := theWorkload(ctx, f, set)
+			w := apps.TheWorkload(ctx, f, apps.StatefulSet(set))
 			gomega.Expect(w.Spec.PodGroupTemplates).To(gomega.HaveLen(1))
 			gomega.Expect(w.Spec.PodGroupTemplates[0].SchedulingPolicy.Basic).NotTo(gomega.BeNil(), "the Workload template must be Basic: %+v", w.Spec.PodGroupTemplates[0].SchedulingPolicy)
 			gomega.Expect(w.Spec.PodGroupTemplates[0].SchedulingPolicy.Gang).To(gomega.BeNil())
-			pg := thePodGroup(ctx, f, &w)
+			pg := apps.ThePodGroup(ctx, f, &w)
 			gomega.Expect(pg.Spec.SchedulingPolicy.Basic).NotTo(gomega.BeNil(), "the PodGroup must be Basic: %+v", pg.Spec.SchedulingPolicy)
 			gomega.Expect(pg.Spec.SchedulingPolicy.Gang).To(gomega.BeNil())
-			expectPodsInGroup(ctx, f, set, &pg, 3)
+			apps.ExpectPodsInGroup(ctx, f, apps.StatefulSet(set), apps.OwnerStatefulSet(set), &pg, 3)
 
 			ginkgo.By("each pod is created only after the previous one is Running and Ready (etcd revisions)")
 			for i := 1; i < 3; i++ {
@@ -165,7 +163,7 @@ func waitForRollout(ctx context.Context, f *framework.Framework, set *appsv1.Sta
 		if err != nil {
 			return rollout{}, err
 		}
-		pods, err := framework.ListPods(ctx, podsOf(f, set))
+		pods, err := framework.ListPods(ctx, apps.Pods(f, apps.StatefulSet(set)))
 		if err != nil {
 			return rollout{}, err
 		}

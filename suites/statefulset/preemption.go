@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/workload-aware/apps-harness/framework"
+	"github.com/workload-aware/apps-harness/framework/apps"
 	"github.com/workload-aware/apps-harness/framework/builder"
 )
 
@@ -37,7 +38,7 @@ var _ = ginkgo.Describe("StatefulSet gangs under preemption", framework.KEP(6277
 
 			ginkgo.By(fmt.Sprintf("one pod of %s CPU at priority %s, which needs one node", fit.OnePerNode.String(), framework.PriorityHigh))
 			w := framework.Preempt(ctx, framework.PreemptionInput{
-				Victims: podsOf(f, set),
+				Victims: apps.Pods(f, apps.StatefulSet(set)),
 				Submit: func(ctx context.Context) {
 					p := builder.Pod("preemptor", f.Namespace).Label(preemptorLabel, "true").PriorityClass(framework.PriorityHigh).
 						Request(corev1.ResourceCPU, fit.OnePerNode.String()).Obj()
@@ -47,7 +48,7 @@ var _ = ginkgo.Describe("StatefulSet gangs under preemption", framework.KEP(6277
 				Preemptor:     framework.PodsInput{ClientSet: f.ClientSet, Namespace: f.Namespace, LabelSelector: preemptorLabel + "=true"},
 				PreemptorPods: 1,
 			})
-			w.ExpectEvicted(ctx, podsOf(f, set), fit.Nodes)
+			w.ExpectEvicted(ctx, apps.Pods(f, apps.StatefulSet(set)), fit.Nodes)
 		})
 
 		// Upstream's 1.37 e2e "should preempt entire group with All disruption
@@ -63,7 +64,7 @@ var _ = ginkgo.Describe("StatefulSet gangs under preemption", framework.KEP(6277
 				ginkgo.By(fmt.Sprintf("a gang StatefulSet of 2 pods of %s CPU at priority %s, which needs two nodes", fit.OnePerNode.String(), framework.PriorityHigh))
 				var high *appsv1.StatefulSet
 				w := framework.Preempt(ctx, framework.PreemptionInput{
-					Victims: podsOf(f, set),
+					Victims: apps.Pods(f, apps.StatefulSet(set)),
 					Submit: func(ctx context.Context) {
 						high = create(ctx, parallel(f, "preemptor", 2, fit.OnePerNode.String()).PodTemplate(func(p *builder.PodWrapper) {
 							p.PriorityClass(framework.PriorityHigh)
@@ -72,10 +73,10 @@ var _ = ginkgo.Describe("StatefulSet gangs under preemption", framework.KEP(6277
 					Preemptor:     framework.PodsInput{ClientSet: f.ClientSet, Namespace: f.Namespace, LabelSelector: builder.AppLabel + "=preemptor"},
 					PreemptorPods: 2,
 				})
-				w.ExpectEvicted(ctx, podsOf(f, set), want(fit))
+				w.ExpectEvicted(ctx, apps.Pods(f, apps.StatefulSet(set)), want(fit))
 				gomega.Expect(framework.DistinctNodes(w.Preemptor)).To(gomega.HaveLen(2), "the preemptor gang: %s", w.Preemptor)
-				hw := theWorkload(ctx, f, high)
-				hpg := thePodGroup(ctx, f, &hw)
+				hw := apps.TheWorkload(ctx, f, apps.StatefulSet(high))
+				hpg := apps.ThePodGroup(ctx, f, &hw)
 				framework.WaitForPodGroupCondition(ctx, framework.PodGroupConditionInput{
 					ClientSet: f.ClientSet, Namespace: f.Namespace, Name: hpg.Name,
 					Type: framework.PodGroupInitiallyScheduled, Status: metav1.ConditionTrue,
@@ -103,10 +104,10 @@ func lowPriorityGang(ctx context.Context, f *framework.Framework, fit framework.
 	set := create(ctx, parallel(f, "victims", int32(fit.Nodes), fit.OnePerNode.String()).PodTemplate(func(p *builder.PodWrapper) {
 		p.PriorityClass(framework.PriorityLow)
 	}).Obj(), cfg)
-	framework.WaitForPodsRunning(ctx, podsOf(f, set), fit.Nodes)
+	apps.WaitForRunning(ctx, f, apps.StatefulSet(set), fit.Nodes)
 
-	w := theWorkload(ctx, f, set)
-	pg := thePodGroup(ctx, f, &w)
+	w := apps.TheWorkload(ctx, f, apps.StatefulSet(set))
+	pg := apps.ThePodGroup(ctx, f, &w)
 	gomega.ExpectWithOffset(1, pg.Spec.DisruptionMode).To(gomega.HaveValue(gomega.Equal(want)), "PodGroup %s disruptionMode", pg.Name)
 	low, err := f.ClientSet.SchedulingV1().PriorityClasses().Get(ctx, framework.PriorityLow, metav1.GetOptions{})
 	gomega.ExpectWithOffset(1, err).NotTo(gomega.HaveOccurred())

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/workload-aware/apps-harness/framework"
+	"github.com/workload-aware/apps-harness/framework/apps"
 )
 
 var _ = ginkgo.Describe("StatefulSet gangs on the scheduler", framework.KEP(6277),
@@ -25,26 +26,26 @@ var _ = ginkgo.Describe("StatefulSet gangs on the scheduler", framework.KEP(6277
 			blockers := createBlockers(ctx, f, fit.Nodes-1, fit.OnePerNode.String())
 
 			set := create(ctx, parallel(f, "waits", 2, fit.OnePerNode.String()).Obj(), gang())
-			waitForPodsCreated(ctx, f, set, 2)
-			w := theWorkload(ctx, f, set)
-			pg := thePodGroup(ctx, f, &w)
+			apps.WaitForPodsCreated(ctx, f, apps.StatefulSet(set), 2)
+			w := apps.TheWorkload(ctx, f, apps.StatefulSet(set))
+			pg := apps.ThePodGroup(ctx, f, &w)
 			gomega.Expect(framework.PodGroupMinCount(&pg)).To(gomega.Equal(int32(2)))
 			framework.WaitForPodGroupCondition(ctx, framework.PodGroupConditionInput{
 				ClientSet: f.ClientSet, Namespace: f.Namespace, Name: pg.Name,
 				Type: framework.PodGroupInitiallyScheduled, Status: metav1.ConditionFalse, Reason: "Unschedulable",
 			})
-			framework.ExpectNoPodBound(ctx, podsOf(f, set))
+			framework.ExpectNoPodBound(ctx, apps.Pods(f, apps.StatefulSet(set)))
 
 			ginkgo.By("freeing one more node: now the whole gang fits")
 			gomega.Expect(f.ClientSet.CoreV1().Pods(f.Namespace).Delete(ctx, "blocker-0", metav1.DeleteOptions{})).To(gomega.Succeed())
 			framework.WaitForPodsRunning(ctx, blockers, fit.Nodes-2)
-			state := framework.WaitForPodsRunning(ctx, podsOf(f, set), 2)
+			state := apps.WaitForRunning(ctx, f, apps.StatefulSet(set), 2)
 			gomega.Expect(framework.DistinctNodes(state)).To(gomega.HaveLen(2), "one pod per node: %s", state)
 			framework.WaitForPodGroupCondition(ctx, framework.PodGroupConditionInput{
 				ClientSet: f.ClientSet, Namespace: f.Namespace, Name: pg.Name,
 				Type: framework.PodGroupInitiallyScheduled, Status: metav1.ConditionTrue,
 			})
-			expectPodsInGroup(ctx, f, set, &pg, 2)
+			apps.ExpectPodsInGroup(ctx, f, apps.StatefulSet(set), apps.OwnerStatefulSet(set), &pg, 2)
 		})
 
 		ginkgo.It("places a topology-constrained StatefulSet in a single domain", framework.ID("S-I4", "S-E3"),
@@ -58,14 +59,14 @@ var _ = ginkgo.Describe("StatefulSet gangs on the scheduler", framework.KEP(6277
 				// 3/8 of a node per pod: four pods need two nodes, which only a
 				// domain-aware placement keeps in one domain.
 				set := create(ctx, parallel(f, "placed", 4, fit.Fraction(3, 8)).Obj(), withTopology(gang(), key))
-				state := framework.WaitForPodsRunning(ctx, podsOf(f, set), 4)
+				state := apps.WaitForRunning(ctx, f, apps.StatefulSet(set), 4)
 
-				w := theWorkload(ctx, f, set)
-				pg := thePodGroup(ctx, f, &w)
+				w := apps.TheWorkload(ctx, f, apps.StatefulSet(set))
+				pg := apps.ThePodGroup(ctx, f, &w)
 				gomega.Expect(pg.Spec.SchedulingConstraints).NotTo(gomega.BeNil(), "the PodGroup has no schedulingConstraints")
 				gomega.Expect(pg.Spec.SchedulingConstraints.Topology).To(gomega.HaveExactElements(gomega.HaveField("Key", key)),
 					"the PodGroup must carry the StatefulSet's topology constraint")
-				expectPodsInGroup(ctx, f, set, &pg, 4)
+				apps.ExpectPodsInGroup(ctx, f, apps.StatefulSet(set), apps.OwnerStatefulSet(set), &pg, 4)
 				used := map[string]bool{}
 				for _, node := range state.NodeOf {
 					used[framework.DomainOf(domains, node)] = true
@@ -78,27 +79,27 @@ var _ = ginkgo.Describe("StatefulSet gangs on the scheduler", framework.KEP(6277
 			fit := framework.MeasureCapacity(ctx, f)
 			ginkgo.By(fmt.Sprintf("a gang of %d pods of %s CPU on %d nodes binds completely", fit.Nodes, fit.OnePerNode.String(), fit.Nodes))
 			fits := create(ctx, parallel(f, "fits", int32(fit.Nodes), fit.OnePerNode.String()).Obj(), gang())
-			state := framework.WaitForPodsRunning(ctx, podsOf(f, fits), fit.Nodes)
+			state := apps.WaitForRunning(ctx, f, apps.StatefulSet(fits), fit.Nodes)
 			gomega.Expect(framework.DistinctNodes(state)).To(gomega.HaveLen(fit.Nodes), "one pod per node: %s", state)
-			fw := theWorkload(ctx, f, fits)
-			fpg := thePodGroup(ctx, f, &fw)
+			fw := apps.TheWorkload(ctx, f, apps.StatefulSet(fits))
+			fpg := apps.ThePodGroup(ctx, f, &fw)
 			framework.WaitForPodGroupCondition(ctx, framework.PodGroupConditionInput{
 				ClientSet: f.ClientSet, Namespace: f.Namespace, Name: fpg.Name,
 				Type: framework.PodGroupInitiallyScheduled, Status: metav1.ConditionTrue,
 			})
-			scale(ctx, f, fits, 0)
-			framework.WaitForPodsRunning(ctx, podsOf(f, fits), 0)
+			apps.Scale(ctx, f, apps.StatefulSet(fits), 0)
+			apps.WaitForRunning(ctx, f, apps.StatefulSet(fits), 0)
 
 			ginkgo.By(fmt.Sprintf("a gang of %d pods of %s CPU on %d nodes binds nothing", fit.Nodes+1, fit.OnePerNode.String(), fit.Nodes))
 			big := create(ctx, parallel(f, "too-big", int32(fit.Nodes+1), fit.OnePerNode.String()).Obj(), gang())
-			waitForPodsCreated(ctx, f, big, fit.Nodes+1)
-			bw := theWorkload(ctx, f, big)
-			bpg := thePodGroup(ctx, f, &bw)
+			apps.WaitForPodsCreated(ctx, f, apps.StatefulSet(big), fit.Nodes+1)
+			bw := apps.TheWorkload(ctx, f, apps.StatefulSet(big))
+			bpg := apps.ThePodGroup(ctx, f, &bw)
 			framework.WaitForPodGroupCondition(ctx, framework.PodGroupConditionInput{
 				ClientSet: f.ClientSet, Namespace: f.Namespace, Name: bpg.Name,
 				Type: framework.PodGroupInitiallyScheduled, Status: metav1.ConditionFalse, Reason: "Unschedulable",
 			})
-			framework.ExpectNoPodBound(ctx, podsOf(f, big))
+			framework.ExpectNoPodBound(ctx, apps.Pods(f, apps.StatefulSet(big)))
 		})
 
 		ginkgo.It("binds no pod of a gang when the free capacity is short of the whole group", framework.ID("S-E10"), framework.Serial, func(ctx context.Context) {
@@ -112,15 +113,15 @@ var _ = ginkgo.Describe("StatefulSet gangs on the scheduler", framework.KEP(6277
 			gomega.Expect(err).NotTo(gomega.HaveOccurred())
 
 			set := create(ctx, parallel(f, "short", int32(free+1), fit.OnePerNode.String()).Obj(), gang())
-			waitForPodsCreated(ctx, f, set, free+1)
-			w := theWorkload(ctx, f, set)
-			pg := thePodGroup(ctx, f, &w)
+			apps.WaitForPodsCreated(ctx, f, apps.StatefulSet(set), free+1)
+			w := apps.TheWorkload(ctx, f, apps.StatefulSet(set))
+			pg := apps.ThePodGroup(ctx, f, &w)
 			cond := framework.WaitForPodGroupCondition(ctx, framework.PodGroupConditionInput{
 				ClientSet: f.ClientSet, Namespace: f.Namespace, Name: pg.Name,
 				Type: framework.PodGroupInitiallyScheduled, Status: metav1.ConditionFalse, Reason: "Unschedulable",
 			})
 			logf("PodGroup %s: %s=%s (%s): %s", pg.Name, cond.Type, cond.Status, cond.Reason, cond.Message)
-			framework.ExpectNoPodBound(ctx, podsOf(f, set))
+			framework.ExpectNoPodBound(ctx, apps.Pods(f, apps.StatefulSet(set)))
 
 			ginkgo.By("the other pods were left where they were")
 			now, err := framework.BindingState(ctx, blockers)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/workload-aware/apps-harness/api/crashpoint"
 	"github.com/workload-aware/apps-harness/framework"
+	"github.com/workload-aware/apps-harness/framework/apps"
 	"github.com/workload-aware/apps-harness/pkg/localcluster"
 )
 
@@ -111,7 +112,7 @@ func runCrashCase(ctx context.Context, f *framework.Framework, c crashCase) {
 	dups := framework.WatchForDuplicates(ctx, f.ClientSet, f.Namespace)
 	app := &crashApp{f: f, kind: c.Kind, name: "crash"}
 
-	var before appState
+	var before apps.State
 	if c.Scale {
 		ginkgo.By(fmt.Sprintf("running the gang %s at %d replicas", c.Kind, crashFrom))
 		app.create(ctx, crashFrom)
@@ -149,7 +150,7 @@ func runCrashCase(ctx context.Context, f *framework.Framework, c crashCase) {
 	logCrash("partial state after %s: %s", c.Point, partial)
 	gomega.Expect(crashShapeOf(partial)).To(gomega.Equal(c.Partial), "the state left at %s: %s", c.Point, partial)
 	if c.Scale {
-		gomega.Expect(partial.podUIDs()).To(gomega.Equal(before.podUIDs()), "pods changed before the crash: %s", partial)
+		gomega.Expect(partial.PodUIDs()).To(gomega.Equal(before.PodUIDs()), "pods changed before the crash: %s", partial)
 	}
 	dups.ExpectNone()
 
@@ -163,8 +164,8 @@ func runCrashCase(ctx context.Context, f *framework.Framework, c crashCase) {
 	if len(partial.PodGroups) == 1 {
 		gomega.Expect(after.PodGroups[0].UID).To(gomega.Equal(partial.PodGroups[0].UID), "the PodGroup was recreated: partial %s, now %s", partial, after)
 	}
-	for name, uid := range partial.podUIDs() {
-		gomega.Expect(after.podUIDs()).To(gomega.HaveKeyWithValue(name, uid), "pod %s that ran before the crash was lost or recreated: %s", name, after)
+	for name, uid := range partial.PodUIDs() {
+		gomega.Expect(after.PodUIDs()).To(gomega.HaveKeyWithValue(name, uid), "pod %s that ran before the crash was lost or recreated: %s", name, after)
 	}
 	dups.ExpectNone()
 }
@@ -290,11 +291,7 @@ func (a *crashApp) create(ctx context.Context, replicas int32) {
 }
 
 func (a *crashApp) scale(ctx context.Context, replicas int32) {
-	if a.kind == "Deployment" {
-		scaleDeployment(ctx, a.f, a.name, replicas)
-	} else {
-		scaleStatefulSet(ctx, a.f, a.name, replicas)
-	}
+	apps.Scale(ctx, a.f, apps.App{Kind: a.kind, Name: a.name}, replicas)
 }
 
 // seedMinCount writes the new minCount of a scale-up into the Workload
@@ -373,7 +370,7 @@ func ignoreNotFound(err error) error {
 // --- reading the state ---
 
 // crashShapeOf counts what the specs compare.
-func crashShapeOf(s appState) crashShape {
+func crashShapeOf(s apps.State) crashShape {
 	out := crashShape{Workloads: len(s.Workloads), ReplicaSets: len(s.ReplicaSets), PodGroups: len(s.PodGroups), Pods: len(s.Pods)}
 	for _, p := range s.Pods {
 		if p.Phase == corev1.PodRunning {
@@ -389,15 +386,15 @@ func crashShapeOf(s appState) crashShape {
 	return out
 }
 
-func (a *crashApp) read(ctx context.Context) appState {
-	return readState(ctx, a.f, app{Kind: a.kind, Name: a.name})
+func (a *crashApp) read(ctx context.Context) apps.State {
+	return apps.Read(ctx, a.f, apps.App{Kind: a.kind, Name: a.name})
 }
 
 // waitConverged waits for one Workload and one PodGroup at minCount n (and,
 // for a Deployment, one ReplicaSet), and n pods Running in that PodGroup. It
 // fails at once when dups has seen a duplicate.
-func (a *crashApp) waitConverged(ctx context.Context, n int32, dups *framework.DuplicateWatcher) appState {
-	var s appState
+func (a *crashApp) waitConverged(ctx context.Context, n int32, dups *framework.DuplicateWatcher) apps.State {
+	var s apps.State
 	rs := 0
 	if a.kind == "Deployment" {
 		rs = 1

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/workload-aware/apps-harness/framework"
+	"github.com/workload-aware/apps-harness/framework/apps"
 	"github.com/workload-aware/apps-harness/pkg/localcluster"
 )
 
@@ -32,8 +33,8 @@ func rollGate(ctx context.Context, lc *localcluster.Cluster, gate framework.Feat
 
 // deleteUngrouped deletes the pods that name no PodGroup: the KEPs' recovery
 // from the mixed-pod state.
-func deleteUngrouped(ctx context.Context, f *framework.Framework, s appState) {
-	for _, p := range s.ungrouped() {
+func deleteUngrouped(ctx context.Context, f *framework.Framework, s apps.State) {
+	for _, p := range s.Ungrouped() {
 		ginkgo.By("recovering from the mixed-pod state: deleting " + p.Name + ", made while the gate was off")
 		gomega.Expect(f.ClientSet.CoreV1().Pods(f.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{})).To(gomega.Succeed())
 	}
@@ -44,34 +45,31 @@ type pathSubject struct {
 	gate framework.FeatureGate
 	// create makes an app of small pods, with gang intent when gang is set,
 	// and returns the intent seam's error (a downgraded cluster rejects it).
-	create func(ctx context.Context, f *framework.Framework, name string, replicas int32, gang bool) (app, error)
-	scale  func(ctx context.Context, f *framework.Framework, name string, replicas int32)
+	create func(ctx context.Context, f *framework.Framework, name string, replicas int32, gang bool) (apps.App, error)
 }
 
 var deploymentSubject = pathSubject{
 	gate: framework.WorkloadWithDeployment,
-	create: func(ctx context.Context, f *framework.Framework, name string, replicas int32, gang bool) (app, error) {
+	create: func(ctx context.Context, f *framework.Framework, name string, replicas int32, gang bool) (apps.App, error) {
 		var cfg *framework.DeploymentScheduling
 		if gang {
 			cfg = gangDeployment()
 		}
 		_, err := tryCreateDeployment(ctx, f, name, replicas, cfg)
-		return app{Kind: "Deployment", Name: name}, err
+		return apps.App{Kind: "Deployment", Name: name}, err
 	},
-	scale: scaleDeployment,
 }
 
 var statefulSetSubject = pathSubject{
 	gate: framework.WorkloadWithStatefulSet,
-	create: func(ctx context.Context, f *framework.Framework, name string, replicas int32, gang bool) (app, error) {
+	create: func(ctx context.Context, f *framework.Framework, name string, replicas int32, gang bool) (apps.App, error) {
 		var cfg *framework.StatefulSetScheduling
 		if gang {
 			cfg = gangStatefulSet()
 		}
 		_, err := tryCreateStatefulSet(ctx, f, name, replicas, true, cfg)
-		return app{Kind: "StatefulSet", Name: name}, err
+		return apps.App{Kind: "StatefulSet", Name: name}, err
 	},
-	scale: scaleStatefulSet,
 }
 
 // walkPath is the whole scripted path, asserting at every step what the KEPs
@@ -79,7 +77,7 @@ var statefulSetSubject = pathSubject{
 func walkPath(ctx context.Context, f *framework.Framework, s pathSubject) {
 	lc := framework.RequireLocalCluster()
 	history := framework.RecordWrites(ctx, f.Namespace, framework.WorkloadsResource, framework.PodGroupsResource)
-	mustCreate := func(name string, replicas int32, gang bool) app {
+	mustCreate := func(name string, replicas int32, gang bool) apps.App {
 		a, err := s.create(ctx, f, name, replicas, gang)
 		gomega.ExpectWithOffset(1, err).NotTo(gomega.HaveOccurred(), "creating %s", a)
 		return a
@@ -90,38 +88,32 @@ func walkPath(ctx context.Context, f *framework.Framework, s pathSubject) {
 	_, err := s.create(ctx, f, "too-early", 1, true)
 	gomega.Expect(err).To(gomega.HaveOccurred(), "spec.scheduling was admitted with %s off", s.gate)
 	plain := mustCreate("plain", 2, false)
-	plainBefore := waitForState(ctx, f, plain, "2 ordinary pods", ungroupedOnly(2))
+	plainBefore := apps.WaitForUngrouped(ctx, f, plain, 2)
 
 	rollGate(ctx, lc, s.gate, true, false)
 	gang := mustCreate("gang", 3, true)
-	before := waitForState(ctx, f, gang, "a gang of 3", grouped(3, 3))
-	podsUndisturbed(readState(ctx, f, plain), plainBefore)
+	before := apps.WaitForGang(ctx, f, gang, 3, 3)
+	apps.ExpectPodsUndisturbed(apps.Read(ctx, f, plain), plainBefore)
 
 	rollGate(ctx, lc, s.gate, false, false)
 	ginkgo.By("downgraded: the gang keeps its pods and objects; scaling it makes a pod outside the group")
-	podsUndisturbed(readState(ctx, f, gang), before)
-	s.scale(ctx, f, gang.Name, 4)
-	mixed := waitForState(ctx, f, gang, "3 grouped pods, 1 ungrouped, all bound, objects at minCount 3", gomega.SatisfyAll(
-		gomega.HaveField("Pods", gomega.HaveLen(4)),
-		gomega.WithTransform(func(s appState) int { return s.bound() }, gomega.Equal(4)),
-		gomega.WithTransform(func(s appState) int { return len(s.ungrouped()) }, gomega.Equal(1)),
-		gomega.HaveField("Workloads", gomega.ConsistOf(gomega.HaveField("MinCount", int32(3)))),
-		gomega.HaveField("PodGroups", gomega.ConsistOf(gomega.HaveField("MinCount", int32(3))))))
-	sameObjects(mixed, before)
+	apps.ExpectPodsUndisturbed(apps.Read(ctx, f, gang), before)
+	apps.Scale(ctx, f, gang, 4)
+	mixed := apps.WaitForState(ctx, f, gang, "3 grouped pods, 1 ungrouped, all bound, objects at minCount 3", gomega.SatisfyAll(
+		apps.Mixed(4, 1), apps.AtMinCount(3)))
+	apps.ExpectSameObjects(mixed, before)
 
 	rollGate(ctx, lc, s.gate, true, false)
 	ginkgo.By("upgraded again: the same objects, re-synced to minCount 4; the mixed pod is still there")
-	after := waitForState(ctx, f, gang, "minCount 4", gomega.SatisfyAll(
-		gomega.HaveField("Workloads", gomega.ConsistOf(gomega.HaveField("MinCount", int32(4)))),
-		gomega.HaveField("PodGroups", gomega.ConsistOf(gomega.HaveField("MinCount", int32(4))))))
-	sameObjects(after, before)
-	podsUndisturbed(after, mixed)
-	gomega.Expect(after.ungrouped()).To(gomega.HaveLen(1), "the pod made while downgraded has no schedulingGroup: %s", after)
+	after := apps.WaitForState(ctx, f, gang, "minCount 4", apps.AtMinCount(4))
+	apps.ExpectSameObjects(after, before)
+	apps.ExpectPodsUndisturbed(after, mixed)
+	gomega.Expect(after.Ungrouped()).To(gomega.HaveLen(1), "the pod made while downgraded has no schedulingGroup: %s", after)
 
 	deleteUngrouped(ctx, f, after)
-	recovered := waitForState(ctx, f, gang, "4 pods, all in the group", grouped(4, 4))
-	sameObjects(recovered, before)
-	podsUndisturbed(readState(ctx, f, plain), plainBefore)
+	recovered := apps.WaitForGang(ctx, f, gang, 4, 4)
+	apps.ExpectSameObjects(recovered, before)
+	apps.ExpectPodsUndisturbed(apps.Read(ctx, f, plain), plainBefore)
 	expectCreations(history, 1, 1)
 }
 

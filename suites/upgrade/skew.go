@@ -10,9 +10,9 @@ import (
 	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/workload-aware/apps-harness/framework"
+	"github.com/workload-aware/apps-harness/framework/apps"
 	"github.com/workload-aware/apps-harness/framework/builder"
 	"github.com/workload-aware/apps-harness/pkg/localcluster"
 )
@@ -39,23 +39,8 @@ func counter(ctx context.Context, url, name string) float64 {
 	return v
 }
 
-// eventReasons lists the reasons of the events about one object.
-func eventReasons(ctx context.Context, f *framework.Framework, kind, name string) ([]string, error) {
-	list, err := f.ClientSet.CoreV1().Events(f.Namespace).List(ctx, metav1.ListOptions{
-		FieldSelector: fields.Set{"involvedObject.kind": kind, "involvedObject.name": name}.String(),
-	})
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, e := range list.Items {
-		out = append(out, e.Reason)
-	}
-	return out, nil
-}
-
-func podCount(ctx context.Context, f *framework.Framework, a app) (int, error) {
-	pods, err := framework.ListPods(ctx, podsOf(f, a))
+func podCount(ctx context.Context, f *framework.Framework, a apps.App) (int, error) {
+	pods, err := framework.ListPods(ctx, apps.Pods(f, a))
 	return len(pods), err
 }
 
@@ -75,12 +60,12 @@ var _ = ginkgo.Describe("Version skew", framework.Serial, framework.Disruptive, 
 			stsErrors := counter(ctx, metricsURL, stsCreationErrors)
 			deployErrors := counter(ctx, metricsURL, deploymentCreationErrors)
 
-			d := deploymentApp(createDeployment(ctx, f, "gang-d", 3, gangDeployment()))
-			s := statefulSetApp(createStatefulSet(ctx, f, "gang-s", 3, true, gangStatefulSet()))
-			plain := statefulSetApp(createStatefulSet(ctx, f, "plain", 2, true, nil))
+			d := apps.Deployment(createDeployment(ctx, f, "gang-d", 3, gangDeployment()))
+			s := apps.StatefulSet(createStatefulSet(ctx, f, "gang-s", 3, true, gangStatefulSet()))
+			plain := apps.StatefulSet(createStatefulSet(ctx, f, "plain", 2, true, nil))
 
 			ginkgo.By("a StatefulSet without spec.scheduling is unaffected")
-			framework.WaitForPodsRunning(ctx, podsOf(f, plain), 2)
+			framework.WaitForPodsRunning(ctx, apps.Pods(f, plain), 2)
 
 			ginkgo.By("both controllers keep failing and retrying: their creation-error counters rise more than once (S-P9's metric)")
 			gomega.Eventually(ctx, func(ctx context.Context) float64 { return counter(ctx, metricsURL, stsCreationErrors) }).
@@ -89,7 +74,7 @@ var _ = ginkgo.Describe("Version skew", framework.Serial, framework.Disruptive, 
 			gomega.Eventually(ctx, func(ctx context.Context) float64 { return counter(ctx, metricsURL, deploymentCreationErrors) }).
 				WithTimeout(f.Timeouts.PodsBound).WithPolling(f.Timeouts.Poll).Should(gomega.BeNumerically(">=", deployErrors+2),
 				"waiting for %s to rise by 2 or more (retries)", deploymentCreationErrors)
-			gomega.Eventually(ctx, func(ctx context.Context) ([]string, error) { return eventReasons(ctx, f, "StatefulSet", s.Name) }).
+			gomega.Eventually(ctx, func(ctx context.Context) ([]string, error) { return apps.EventReasons(ctx, f, s) }).
 				WithTimeout(f.Timeouts.PodsBound).WithPolling(f.Timeouts.Poll).Should(gomega.ContainElement("WorkloadCreationFailed"),
 				"waiting for a WorkloadCreationFailed event on StatefulSet %s (S-P9)", s.Name)
 
@@ -108,9 +93,9 @@ var _ = ginkgo.Describe("Version skew", framework.Serial, framework.Disruptive, 
 				Should(gomega.BeTrue(), "waiting for discovery to list scheduling.k8s.io/v1beta1 workloads again")
 
 			ginkgo.By("served again: both gangs converge without anyone touching them")
-			waitForState(ctx, f, d, "a gang of 3", grouped(3, 3))
-			waitForState(ctx, f, s, "a gang of 3", grouped(3, 3))
-			reasons, err := eventReasons(ctx, f, "StatefulSet", s.Name)
+			apps.WaitForGang(ctx, f, d, 3, 3)
+			apps.WaitForGang(ctx, f, s, 3, 3)
+			reasons, err := apps.EventReasons(ctx, f, s)
 			gomega.Expect(err).NotTo(gomega.HaveOccurred())
 			gomega.Expect(reasons).To(gomega.ContainElements("WorkloadCreated", "PodGroupCreated"), "S-P9's success events")
 		})
@@ -163,14 +148,14 @@ var _ = ginkgo.Describe("Version skew", framework.Serial, framework.Disruptive, 
 			set := builder.StatefulSet("gang", f.Namespace).Replicas(3).Parallel().Request(corev1.ResourceCPU, fit.OnePerNode.String()).Obj()
 			_, err := framework.Intent.CreateStatefulSet(ctx, set, gangStatefulSet())
 			gomega.Expect(err).NotTo(gomega.HaveOccurred())
-			s := app{Kind: "StatefulSet", Name: "gang"}
-			state := waitForState(ctx, f, s, "its Workload and PodGroup, and 2 of 3 pods bound one by one", gomega.SatisfyAll(
+			s := apps.App{Kind: "StatefulSet", Name: "gang"}
+			state := apps.WaitForState(ctx, f, s, "its Workload and PodGroup, and 2 of 3 pods bound one by one", gomega.SatisfyAll(
 				gomega.HaveField("Workloads", gomega.HaveLen(1)), gomega.HaveField("PodGroups", gomega.HaveLen(1)),
 				gomega.HaveField("Pods", gomega.HaveLen(3)),
-				gomega.WithTransform(func(s appState) int { return s.grouped() }, gomega.Equal(3)),
-				gomega.WithTransform(func(s appState) int { return s.bound() }, gomega.Equal(2))))
+				gomega.WithTransform(func(s apps.State) int { return s.Grouped() }, gomega.Equal(3)),
+				gomega.WithTransform(func(s apps.State) int { return s.Bound() }, gomega.Equal(2))))
 			ginkgo.GinkgoWriter.Printf("degraded placement: %s\n", state)
-			keepsState(ctx, f, s, "2 bound pods (the third has no room)", gomega.WithTransform(func(s appState) int { return s.bound() }, gomega.Equal(2)))
+			apps.KeepsState(ctx, f, s, "2 bound pods (the third has no room)", gomega.WithTransform(func(s apps.State) int { return s.Bound() }, gomega.Equal(2)))
 		},
 		ginkgo.Entry("1.37 kube-scheduler with GenericWorkload off", false),
 		ginkgo.Entry("real skew: the previous minor's kube-scheduler against this apiserver", true),
