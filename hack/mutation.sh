@@ -11,12 +11,18 @@
 #      KUBECONFIG=...` does (the prerequisite check, then hack/e2e.sh with
 #      E2E_KUBECONFIG), with the restart and reconfigure hooks given,
 #   5. tears the cluster down and records which specs failed.
+# First, the same is done with no patch (the baseline, "reference"): a spec
+# that fails against the unmutated reference kills nothing.
 # It prints the kill matrix (variant x specs that failed; survivors loudly)
 # and writes it to $ARTIFACTS/mutation.md. Exit status: non-zero when a patch
 # no longer applies (checked for every patch before anything runs), when a
-# variant does not build, or when a variant survives or cannot be measured.
+# variant does not build, when a variant survives or cannot be measured, or
+# when a spec fails against the reference itself.
 #
-#   MUTANTS='01 07'        run only these variants (by number or full name)
+#   MUTANTS='01 07'        run only these variants (by number or full name;
+#                          'reference' alone runs just the baseline)
+#   MUTATION_BASELINE=0    skip the baseline (then a spec that fails against
+#                          the reference too counts as a kill; the matrix says so)
 #   LABEL_FILTER=...       passed through to the suite ('!Disruptive' is added
 #                          as in vendor mode unless Disruptive specs are allowed)
 #   MUTATION_DISRUPTIVE=   auto (default): allow Disruptive specs, through the
@@ -51,6 +57,7 @@ LABEL_FILTER=${LABEL_FILTER:-}
 MUTATION_DISRUPTIVE=${MUTATION_DISRUPTIVE:-auto}
 MUTATION_FAIL_FAST=${MUTATION_FAIL_FAST:-}
 MUTATION_BUILD_ONLY=${MUTATION_BUILD_ONLY:-}
+MUTATION_BASELINE=${MUTATION_BASELINE:-1}
 MUTATION_LOCK=${MUTATION_LOCK:-}
 MUTATION_SOURCE=${MUTATION_SOURCE:-worktree}
 MUTATION_KEEP=${MUTATION_KEEP:-}
@@ -62,6 +69,7 @@ die() { printf '[mutation] ERROR: %s\n' "$*" >&2; exit 1; }
 
 case $MUTATION_DISRUPTIVE in auto | 0 | 1) ;; *) die "MUTATION_DISRUPTIVE=$MUTATION_DISRUPTIVE: want auto, 0 or 1" ;; esac
 case $MUTATION_SOURCE in worktree | head) ;; *) die "MUTATION_SOURCE=$MUTATION_SOURCE: want worktree or head" ;; esac
+case $MUTATION_BASELINE in 0 | 1) ;; *) die "MUTATION_BASELINE=$MUTATION_BASELINE: want 0 or 1" ;; esac
 
 # snapshot DIR: the source tree as a throw-away git repository, so a patch is
 # applied, built and undone there with git, never in the shared tree. Its
@@ -122,7 +130,22 @@ for p in "${patches[@]}"; do
     if [[ $name == "$m" || $name == "$m"-* ]]; then selected+=("$p"); break; fi
   done
 done
-((${#selected[@]})) || die "MUTANTS='$MUTANTS' names no patch in $PATCH_DIR"
+if [[ " $MUTANTS " == *" reference "* ]]; then
+  MUTATION_BASELINE=1
+elif ((${#selected[@]} == 0)); then
+  die "MUTANTS='$MUTANTS' names no patch in $PATCH_DIR"
+fi
+
+# disruptive PATCH: 1 when the variant's suite run includes Disruptive specs.
+disruptive() {
+  case $MUTATION_DISRUPTIVE in
+    0 | 1) echo "$MUTATION_DISRUPTIVE" ;;
+    auto) if grep -q '^# Seen-by:.*Disruptive' "$1"; then echo 1; else echo 0; fi ;;
+  esac
+}
+# The baseline runs every spec a variant runs, so each failure can be judged.
+baseline_disruptive=0
+for p in "${selected[@]}"; do [[ $(disruptive "$p") == 1 ]] && baseline_disruptive=1; done
 
 [[ -x $OUTPUT_DIR/bin/kube/$KUBE_VERSION/kube-apiserver ]] ||
   die "no control-plane binaries in $OUTPUT_DIR/bin/kube/$KUBE_VERSION: run make binaries first"
@@ -165,6 +188,12 @@ HARNESS=$WORK/output/bin/was-harness
 log "compiling the suite from the snapshot"
 (cd "$WORK/src" && go test -c -tags e2e -o "$WORK/output/bin/e2e.test" ./suites/e2e)
 
+if [[ $MUTATION_BASELINE == 1 ]]; then
+  log "building the unmutated reference (the baseline)"
+  mkdir -p "$RESULTS/reference" "$WORK/variants/reference/bin"
+  (cd "$WORK/src" && go build -o "$WORK/variants/reference/bin/was-controller-manager" ./controllers/cmd/was-controller-manager)
+  cp -r "$WORK/src/controllers/config" "$WORK/variants/reference/config"
+fi
 broken=()
 for p in "${selected[@]}"; do
   name=$(basename "$p" .patch)
@@ -218,19 +247,16 @@ EOF
   chmod +x "$dir/controller-restart.sh" "$dir/reconfigure.sh"
 }
 
-# run_variant NAME: cluster up, check, suite, cluster down; writes the outcome.
+# run_variant NAME DISRUPTIVE [SUITE ARGS...]: cluster up, check, suite,
+# cluster down; writes the outcome.
 run_variant() {
-  local name=$1 vdir=$RESULTS/$1 vwork=$WORK/variants/$1
-  local patch=$PATCH_DIR/$name.patch
+  local name=$1 disruptive=$2
+  shift 2
+  local vdir=$RESULTS/$name vwork=$WORK/variants/$name
   cluster_dir=$vwork/cluster
-  local disruptive=$MUTATION_DISRUPTIVE
-  if [[ $disruptive == auto ]]; then
-    disruptive=0
-    grep -q '^# Seen-by:.*Disruptive' "$patch" && disruptive=1
-  fi
   write_hooks "$vwork/hooks" "$cluster_dir"
 
-  log "[$name] starting a cluster whose add-on runs the variant's was-controller-manager"
+  log "[$name] starting a cluster whose add-on runs this build of was-controller-manager"
   if ! "$HARNESS" cluster up --dir "$cluster_dir" --output-dir "$OUTPUT_DIR" --kube-version "$KUBE_VERSION" \
     --addon "$vwork/config/localcluster-addon.yaml" --addon-bin-dir "$vwork/bin" >"$vdir/cluster-up.log" 2>&1; then
     printf 'cluster-failed\n%s\n' "$(tail -n 3 "$vdir/cluster-up.log")" >"$vdir/outcome"
@@ -269,26 +295,36 @@ run_variant() {
   cluster_dir=""
 }
 
+# run NAME DISRUPTIVE [SUITE ARGS...]: run_variant, under MUTATION_LOCK if set.
+run() {
+  local name=$1
+  if [[ -z $MUTATION_LOCK ]]; then
+    run_variant "$@"
+    return
+  fi
+  # Held for this variant only; its processes get the descriptor closed, so
+  # a cluster component never keeps the lock.
+  exec {lockfd}>"$MUTATION_LOCK"
+  log "[$name] waiting for $MUTATION_LOCK"
+  flock "$lockfd"
+  run_variant "$@" {lockfd}>&-
+  flock -u "$lockfd"
+  exec {lockfd}>&-
+}
+
 t0=$SECONDS
+if [[ $MUTATION_BASELINE == 1 ]]; then
+  log "baseline: the unmutated reference"
+  run reference "$baseline_disruptive" "$@"
+fi
 i=0
 for p in "${selected[@]}"; do
   name=$(basename "$p" .patch)
   i=$((i + 1))
   log "variant $i/${#selected[@]}: $name"
-  if [[ -n $MUTATION_LOCK ]]; then
-    # Held for this variant only, and closed in what it starts (-o), so a
-    # cluster process never keeps it.
-    exec {lockfd}>"$MUTATION_LOCK"
-    log "[$name] waiting for $MUTATION_LOCK"
-    flock "$lockfd"
-    run_variant "$name" "$@" {lockfd}>&-
-    flock -u "$lockfd"
-    exec {lockfd}>&-
-  else
-    run_variant "$name" "$@"
-  fi
+  run "$name" "$(disruptive "$p")" "$@"
 done
-log "ran ${#selected[@]} variants in $((SECONDS - t0))s"
+log "ran ${#selected[@]} variants$([[ $MUTATION_BASELINE == 1 ]] && echo ' and the baseline') in $((SECONDS - t0))s"
 
 rc=0
 (cd "$WORK/src" && go run ./hack/mutation/killmatrix --patches "$PATCH_DIR" --results "$RESULTS" --out "$ARTIFACTS/mutation.md") || rc=$?

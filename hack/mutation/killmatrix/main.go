@@ -4,20 +4,26 @@
 // failed against it. A variant no spec failed against SURVIVED: the suite
 // cannot tell that implementation from a correct one.
 //
-//	killmatrix --patches hack/mutation --results DIR [--out FILE]
+//	killmatrix --patches hack/mutation --results DIR [--baseline DIR] [--out FILE]
 //
 // DIR holds one directory per variant run, named like its patch without
-// ".patch", with the files hack/mutation.sh writes there:
+// ".patch", and the baseline's, "reference" (the unmutated implementation,
+// the default --baseline), with the files hack/mutation.sh writes there:
 //
 //	outcome          first line: ran <exit code> | check-failed | not-applied |
 //	                 build-failed | cluster-failed; further lines: details
 //	junit_e2e.xml    the suite's JUnit report (outcome "ran")
 //	label-filter     the effective label filter of the run
 //
+// A spec that fails against the baseline too kills nothing: it is listed
+// apart, and a variant only such specs fail against SURVIVED. Without a
+// baseline every failed spec counts, and the matrix says so.
+//
 // The matrix goes to stdout and, with --out, to FILE (Markdown). The exit
 // code is 1 when a variant survived or could not be measured (its patch did
 // not apply, it did not build, its cluster did not start, or the suite
-// failed without a failing spec), 0 when every variant run was killed.
+// failed without a failing spec) or when the baseline is not green, 0 when
+// every variant run was killed.
 package main
 
 import (
@@ -38,19 +44,25 @@ import (
 func main() {
 	patches := flag.String("patches", "hack/mutation", "directory of the NN-name.patch variants")
 	results := flag.String("results", "", "directory with one NN-name/ directory per variant run")
+	baseline := flag.String("baseline", "", "the unmutated implementation's run (default: <results>/reference when it exists)")
 	out := flag.String("out", "", "also write the matrix (Markdown) to this file")
 	flag.Parse()
 	if *results == "" {
 		fmt.Fprintln(os.Stderr, "killmatrix: --results is required")
 		os.Exit(2)
 	}
-	rows, err := collect(*patches, *results)
+	base, err := readBaseline(*baseline, *results)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "killmatrix: %v\n", err)
+		os.Exit(2)
+	}
+	rows, err := collect(*patches, *results, base)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "killmatrix: %v\n", err)
 		os.Exit(2)
 	}
 	var b strings.Builder
-	render(&b, rows)
+	render(&b, base, rows)
 	fmt.Print(b.String())
 	if *out != "" {
 		if err := os.WriteFile(*out, []byte(b.String()), 0o644); err != nil {
@@ -58,7 +70,7 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	if failed(rows) {
+	if failed(base, rows) {
 		os.Exit(1)
 	}
 }
@@ -92,13 +104,46 @@ type Row struct {
 	Verdict Verdict
 	// Why explains an Unmeasured verdict, or names the check that killed it.
 	Why string
-	// Failed are the failed specs, as the report names them, with their ids.
-	Failed      []string
-	LabelFilter string
+	// Failed are the specs that killed it (failed against it, passed or did
+	// not run against the baseline), as the report names them, with ids.
+	Failed []string
+	// AlsoOnReference failed against the baseline too: they kill nothing.
+	AlsoOnReference []string
+	LabelFilter     string
+}
+
+// Baseline is the run of the unmutated implementation.
+type Baseline struct {
+	// Present is false when there was no baseline run.
+	Present bool
+	// Verdict is Killed when a spec failed against it (the suite is not
+	// green on the reference), Survived when it passed, Unmeasured otherwise.
+	Row
+	failed map[string]bool
+}
+
+// readBaseline reads dir, or <results>/reference when dir is empty and it
+// exists.
+func readBaseline(dir, results string) (Baseline, error) {
+	if dir == "" {
+		dir = filepath.Join(results, "reference")
+		if _, err := os.Stat(filepath.Join(dir, "outcome")); errors.Is(err, fs.ErrNotExist) {
+			return Baseline{}, nil
+		}
+	}
+	row, err := readRow(Variant{Name: "reference"}, dir, Baseline{})
+	if err != nil {
+		return Baseline{}, fmt.Errorf("baseline %s: %w", dir, err)
+	}
+	b := Baseline{Present: true, Row: row, failed: map[string]bool{}}
+	for _, name := range row.Failed {
+		b.failed[name] = true
+	}
+	return b, nil
 }
 
 // collect reads every variant that has a result directory, in patch order.
-func collect(patchDir, resultDir string) ([]Row, error) {
+func collect(patchDir, resultDir string, base Baseline) ([]Row, error) {
 	paths, err := filepath.Glob(filepath.Join(patchDir, "*.patch"))
 	if err != nil {
 		return nil, err
@@ -114,7 +159,7 @@ func collect(patchDir, resultDir string) ([]Row, error) {
 		if _, err := os.Stat(filepath.Join(dir, "outcome")); errors.Is(err, fs.ErrNotExist) {
 			continue // not selected in this run
 		}
-		row, err := readRow(v, dir)
+		row, err := readRow(v, dir, base)
 		if err != nil {
 			return nil, err
 		}
@@ -168,7 +213,7 @@ func readVariant(path string) (Variant, error) {
 	return v, nil
 }
 
-func readRow(v Variant, dir string) (Row, error) {
+func readRow(v Variant, dir string, base Baseline) (Row, error) {
 	row := Row{Variant: v}
 	data, err := os.ReadFile(filepath.Join(dir, "outcome"))
 	if err != nil {
@@ -209,12 +254,16 @@ func readRow(v Variant, dir string) (Row, error) {
 		if len(r.IDs) > 0 {
 			name += " [" + strings.Join(r.IDs, ", ") + "]"
 		}
+		if base.failed[name] {
+			row.AlsoOnReference = append(row.AlsoOnReference, name)
+			continue
+		}
 		row.Failed = append(row.Failed, name)
 	}
 	switch {
 	case len(row.Failed) > 0:
 		row.Verdict = Killed
-	case code == "0":
+	case code == "0" || len(row.AlsoOnReference) > 0:
 		row.Verdict = Survived
 	default:
 		row.Verdict, row.Why = Unmeasured, fmt.Sprintf("the suite exited %s but no spec failed (timeout or interrupt? see e2e.log)", code)
@@ -227,20 +276,38 @@ func firstLine(s string) string {
 	return l
 }
 
-func failed(rows []Row) bool {
+// failed: a variant was not killed, or the baseline is not green.
+func failed(base Baseline, rows []Row) bool {
+	if base.Present && base.Verdict != Survived {
+		return true
+	}
 	return slices.ContainsFunc(rows, func(r Row) bool { return r.Verdict != Killed })
 }
 
 // render writes the matrix: a summary line, one table row per variant (the
 // killing specs in it), then the survivors and unmeasured variants again,
 // loudly, with the rule each one breaks.
-func render(w io.Writer, rows []Row) {
+func render(w io.Writer, base Baseline, rows []Row) {
 	count := map[Verdict]int{}
 	for _, r := range rows {
 		count[r.Verdict]++
 	}
 	fmt.Fprintf(w, "# Mutation kill matrix\n\n")
 	fmt.Fprintf(w, "%d variants run: %d killed, %d SURVIVED, %d not measured.\n\n", len(rows), count[Killed], count[Survived], count[Unmeasured])
+	switch {
+	case !base.Present:
+		fmt.Fprintf(w, "No baseline run: a spec that fails against the unmutated reference too is counted as a kill.\n\n")
+	case base.Verdict == Survived && len(base.AlsoOnReference) == 0:
+		fmt.Fprintf(w, "Baseline (the unmutated reference): every spec passed.\n\n")
+	case base.Verdict == Killed:
+		fmt.Fprintf(w, "!!! Baseline (the unmutated reference): %d specs FAILED; they kill no variant:\n", len(base.Failed))
+		for _, s := range base.Failed {
+			fmt.Fprintf(w, "!!!   %s\n", s)
+		}
+		fmt.Fprintln(w)
+	default:
+		fmt.Fprintf(w, "!!! Baseline (the unmutated reference) NOT MEASURED: %s\n\n", base.Why)
+	}
 	fmt.Fprintf(w, "| Variant | Area | Verdict | Specs that failed against it |\n|---|---|---|---|\n")
 	for _, r := range rows {
 		verdict := string(r.Verdict)
@@ -258,6 +325,9 @@ func render(w io.Writer, rows []Row) {
 					specs += " (only " + r.SeenBy + " can see it)"
 				}
 			}
+		}
+		if len(r.AlsoOnReference) > 0 {
+			specs += fmt.Sprintf(" (and %d that fail on the reference too)", len(r.AlsoOnReference))
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", r.Name, cell(r.Area), verdict, cell(specs))
 	}

@@ -71,7 +71,11 @@ func TestMatrix(t *testing.T) {
 	write(t, filepath.Join(results, "05-timeout", "outcome"), "ran 1\n")
 	write(t, filepath.Join(results, "05-timeout", "junit_e2e.xml"), passing)
 
-	rows, err := collect(patches, results)
+	base, err := readBaseline("", results)
+	if err != nil || base.Present {
+		t.Fatalf("no reference/ directory: want no baseline, got %+v, %v", base, err)
+	}
+	rows, err := collect(patches, results, base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,17 +94,18 @@ func TestMatrix(t *testing.T) {
 	if rows[0].Rule != "(KEP-6276, Scaling): the quorum is raised before pods are created." {
 		t.Errorf("rule: %q", rows[0].Rule)
 	}
-	if !failed(rows) {
+	if !failed(base, rows) {
 		t.Error("a survivor must fail the run")
 	}
-	if failed(rows[:1]) {
+	if failed(base, rows[:1]) {
 		t.Error("only killed variants must pass the run")
 	}
 
 	var b strings.Builder
-	render(&b, rows)
+	render(&b, base, rows)
 	out := b.String()
 	for _, s := range []string{
+		"No baseline run",
 		"5 variants run: 2 killed, 1 SURVIVED, 2 not measured.",
 		"| 01-killed | ordering | killed (1) | raises the quorum before pods [D-I3] |",
 		"| 02-survivor | ordering | **SURVIVED** | none (only Disruptive (needs the vendor reconfigure hook) can see it) |",
@@ -112,6 +117,54 @@ func TestMatrix(t *testing.T) {
 	} {
 		if !strings.Contains(out, s) {
 			t.Errorf("matrix lacks %q:\n%s", s, out)
+		}
+	}
+}
+
+// A spec that fails against the unmutated reference kills nothing.
+func TestBaseline(t *testing.T) {
+	patches, results := t.TempDir(), t.TempDir()
+	for _, name := range []string{"01-killed", "02-only-baseline-failures"} {
+		write(t, filepath.Join(patches, name+".patch"), header+diff)
+		write(t, filepath.Join(results, name, "outcome"), "ran 1\n")
+	}
+	write(t, filepath.Join(results, "01-killed", "junit_e2e.xml"), junit)
+	onlyBaseline := strings.Replace(junit, "status=\"failed\" time=\"1\">\n      <failure message=\"pod created first\" type=\"failed\">pod created first</failure>", "status=\"passed\" time=\"1\">", 1)
+	onlyBaseline = strings.Replace(onlyBaseline, `status="passed" time="1"></testcase>`, `status="failed" time="1"><failure message="x" type="failed">x</failure></testcase>`, 1)
+	write(t, filepath.Join(results, "02-only-baseline-failures", "junit_e2e.xml"), onlyBaseline)
+	// The reference fails "compiles the Workload" as well.
+	write(t, filepath.Join(results, "reference", "outcome"), "ran 1\n")
+	write(t, filepath.Join(results, "reference", "junit_e2e.xml"), onlyBaseline)
+
+	base, err := readBaseline("", results)
+	if err != nil || !base.Present || base.Verdict != Killed {
+		t.Fatalf("baseline: %+v, %v", base, err)
+	}
+	rows, err := collect(patches, results, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 {
+		t.Fatalf("got %d rows, want 2 (reference is not a variant)", len(rows))
+	}
+	if rows[0].Verdict != Killed || len(rows[0].Failed) != 1 {
+		t.Errorf("01: %+v", rows[0])
+	}
+	if rows[1].Verdict != Survived || len(rows[1].AlsoOnReference) != 1 || len(rows[1].Failed) != 0 {
+		t.Errorf("02 (fails only what the reference fails): %+v", rows[1])
+	}
+	if !failed(base, rows[:1]) {
+		t.Error("a baseline with a failed spec must fail the run")
+	}
+	var b strings.Builder
+	render(&b, base, rows)
+	for _, s := range []string{
+		"!!! Baseline (the unmutated reference): 1 specs FAILED",
+		"compiles the Workload [D-I1]",
+		"| 02-only-baseline-failures | ordering | **SURVIVED** | none (and 1 that fail on the reference too) |",
+	} {
+		if !strings.Contains(b.String(), s) {
+			t.Errorf("matrix lacks %q:\n%s", s, b.String())
 		}
 	}
 }
