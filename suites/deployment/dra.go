@@ -151,9 +151,7 @@ var _ = ginkgo.Describe("Deployments with PodGroup-level ResourceClaims", framew
 				// The apiserver goes first. A kube-controller-manager that is
 				// still starting when the apiserver restarts exits; the restart
 				// of the apiserver starts it again (localcluster heals).
-				lc := framework.RequireLocalCluster()
 				framework.Reconfigure(ctx, framework.ReconfigureInput{
-					Cluster: lc,
 					Changes: framework.GateOn(framework.DRAWorkloadResourceClaims, false,
 						localcluster.APIServer, localcluster.ControllerManager, localcluster.Scheduler, framework.ReferenceControllerManager),
 				})

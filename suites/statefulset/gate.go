@@ -22,7 +22,6 @@ var _ = ginkgo.Describe("StatefulSets with the WorkloadWithStatefulSet gate off"
 		ginkgo.It("creates no Workload or PodGroup when the controller's gate is off, and runs the pods as usual", framework.ID("S-I11"),
 			framework.Serial, framework.Disruptive, func(ctx context.Context) {
 				framework.Reconfigure(ctx, framework.ReconfigureInput{
-					Cluster: framework.RequireLocalCluster(),
 					Changes: framework.GateOn(framework.WorkloadWithStatefulSet, false, framework.ReferenceControllerManager),
 				})
 

@@ -1,5 +1,8 @@
 // Package upgrade holds the gate-toggle, upgrade -> downgrade -> upgrade,
-// version-skew and crash-recovery specs (ids D-P*, S-P*): Serial and
-// Disruptive, they restart components through framework.RequireLocalCluster.
-// Import it to register them.
+// version-skew, crash-recovery and fault specs (ids D-P*, S-P*, D-E6, S-I8):
+// Serial and Disruptive. Gate, upgrade and skew specs reconfigure components
+// through framework.Reconfigure, which restarts the local cluster's processes
+// or runs a vendor's --reconfigure-command; crash specs use the controller
+// restart hook; fault specs need the harness's own cluster. Import it to
+// register them.
 package upgrade

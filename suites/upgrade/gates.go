@@ -22,11 +22,11 @@ var _ = ginkgo.Describe("WorkloadWithDeployment toggled on a live cluster", fram
 		f := framework.New("deploy-gate")
 
 		ginkgo.It("rejects new spec.scheduling with the admission side off, and leaves other Deployments alone", framework.ID("D-P1"), func(ctx context.Context) {
-			lc := framework.RequireLocalCluster()
+			framework.RequireReconfigure()
 			admitted := apps.Deployment(createDeployment(ctx, f, "admitted", 2, gangDeployment()))
 			apps.WaitForGang(ctx, f, admitted, 2, 2)
 
-			framework.Reconfigure(ctx, framework.ReconfigureInput{Cluster: lc,
+			framework.Reconfigure(ctx, framework.ReconfigureInput{
 				Changes: framework.GateOn(framework.WorkloadWithDeployment, false, framework.ReferenceWebhook)})
 
 			ginkgo.By("a new Deployment with spec.scheduling is rejected, naming the gate")
@@ -44,7 +44,7 @@ var _ = ginkgo.Describe("WorkloadWithDeployment toggled on a live cluster", fram
 		})
 
 		ginkgo.It("stops reconciling with the controller side off, then discovers, reuses and completes the objects when it is back", framework.ID("D-P2", "D-P3"), func(ctx context.Context) {
-			lc := framework.RequireLocalCluster()
+			framework.RequireReconfigure()
 			history := framework.RecordWrites(ctx, f.Namespace, framework.WorkloadsResource, framework.PodGroupsResource)
 
 			ginkgo.By("with the gate on: a running gang, and a Deployment at zero replicas (a Workload, no PodGroup: a partial set)")
@@ -56,7 +56,7 @@ var _ = ginkgo.Describe("WorkloadWithDeployment toggled on a live cluster", fram
 			doomed := apps.Deployment(createDeployment(ctx, f, "doomed", 2, gangDeployment()))
 			apps.WaitForGang(ctx, f, doomed, 2, 2)
 
-			framework.Reconfigure(ctx, framework.ReconfigureInput{Cluster: lc,
+			framework.Reconfigure(ctx, framework.ReconfigureInput{
 				Changes: framework.GateOn(framework.WorkloadWithDeployment, false, framework.ReferenceControllerManager)})
 
 			ginkgo.By("gate off: scaling changes no minCount and creates no PodGroup; new pods carry no schedulingGroup")
@@ -87,7 +87,7 @@ var _ = ginkgo.Describe("WorkloadWithDeployment toggled on a live cluster", fram
 			apps.WaitForState(ctx, f, doomed, "its Workload, PodGroup and pods gone", gomega.SatisfyAll(
 				gomega.HaveField("Workloads", gomega.BeEmpty()), gomega.HaveField("PodGroups", gomega.BeEmpty()), gomega.HaveField("Pods", gomega.BeEmpty())))
 
-			framework.Reconfigure(ctx, framework.ReconfigureInput{Cluster: lc, KeepAfterSpec: true,
+			framework.Reconfigure(ctx, framework.ReconfigureInput{KeepAfterSpec: true,
 				Changes: framework.GateOn(framework.WorkloadWithDeployment, true, framework.ReferenceControllerManager)})
 
 			ginkgo.By("gate on again: the live gang's objects are reused and re-synced to 4; the ungrouped pod stays ungrouped (mixed-pod caveat)")
@@ -117,7 +117,7 @@ var _ = ginkgo.Describe("WorkloadWithStatefulSet toggled on a live cluster", fra
 
 		ginkgo.It("keeps running pods and objects while the controller side is off, desynchronises minCount, and reuses the objects when it is back",
 			framework.ID("S-P1", "S-P2", "S-P3", "S-P4", "S-P5", "S-E12"), func(ctx context.Context) {
-				lc := framework.RequireLocalCluster()
+				framework.RequireReconfigure()
 				history := framework.RecordWrites(ctx, f.Namespace, framework.WorkloadsResource, framework.PodGroupsResource)
 
 				ginkgo.By("gate on: Parallel+Gang and OrderedReady+Basic StatefulSets both get a Workload and a PodGroup (S-P2)")
@@ -126,7 +126,7 @@ var _ = ginkgo.Describe("WorkloadWithStatefulSet toggled on a live cluster", fra
 				b := apps.StatefulSet(createStatefulSet(ctx, f, "basic", 2, false, basicStatefulSet()))
 				basicBefore := apps.WaitForGang(ctx, f, b, 0, 2)
 
-				framework.Reconfigure(ctx, framework.ReconfigureInput{Cluster: lc,
+				framework.Reconfigure(ctx, framework.ReconfigureInput{
 					Changes: framework.GateOn(framework.WorkloadWithStatefulSet, false, framework.ReferenceControllerManager)})
 
 				ginkgo.By("gate off: running pods are untouched (S-P5)")
@@ -149,7 +149,7 @@ var _ = ginkgo.Describe("WorkloadWithStatefulSet toggled on a live cluster", fra
 				late := apps.StatefulSet(createStatefulSet(ctx, f, "late", 2, true, gangStatefulSet()))
 				apps.WaitForUngrouped(ctx, f, late, 2)
 
-				framework.Reconfigure(ctx, framework.ReconfigureInput{Cluster: lc, KeepAfterSpec: true,
+				framework.Reconfigure(ctx, framework.ReconfigureInput{KeepAfterSpec: true,
 					Changes: framework.GateOn(framework.WorkloadWithStatefulSet, true, framework.ReferenceControllerManager)})
 
 				ginkgo.By("gate on again: the same Workload and PodGroup are discovered by reference and re-synced to 5 (S-P3)")

@@ -22,13 +22,13 @@ import (
 // rollGate turns gate on or off on both sides in rollout order. The first
 // call of a spec registers the restore of the suite's settings; later calls
 // keep their change, so the restore goes back to the start in one step.
-func rollGate(ctx context.Context, lc *localcluster.Cluster, gate framework.FeatureGate, on, first bool) {
+func rollGate(ctx context.Context, gate framework.FeatureGate, on, first bool) {
 	order := []localcluster.Component{framework.ReferenceWebhook, framework.ReferenceControllerManager}
 	if !on {
 		order = []localcluster.Component{framework.ReferenceControllerManager, framework.ReferenceWebhook}
 	}
 	ginkgo.By(fmt.Sprintf("%s: %s=%t on %v", map[bool]string{true: "upgrade", false: "downgrade"}[on], gate, on, order))
-	framework.Reconfigure(ctx, framework.ReconfigureInput{Cluster: lc, KeepAfterSpec: !first, Changes: framework.GateOn(gate, on, order...)})
+	framework.Reconfigure(ctx, framework.ReconfigureInput{KeepAfterSpec: !first, Changes: framework.GateOn(gate, on, order...)})
 }
 
 // deleteUngrouped deletes the pods that name no PodGroup: the KEPs' recovery
@@ -75,14 +75,14 @@ var statefulSetSubject = pathSubject{
 // walkPath is the whole scripted path, asserting at every step what the KEPs
 // promise for s's kind.
 func walkPath(ctx context.Context, f *framework.Framework, s pathSubject) {
-	lc := framework.RequireLocalCluster()
+	framework.RequireReconfigure()
 	history := framework.RecordWrites(ctx, f.Namespace, framework.WorkloadsResource, framework.PodGroupsResource)
 	mustCreate := func(name string, replicas int32, gang bool) apps.App {
 		a, err := s.create(ctx, f, name, replicas, gang)
 		gomega.ExpectWithOffset(1, err).NotTo(gomega.HaveOccurred(), "creating %s", a)
 		return a
 	}
-	rollGate(ctx, lc, s.gate, false, true)
+	rollGate(ctx, s.gate, false, true)
 
 	ginkgo.By("downgraded: spec.scheduling is rejected; an app without it runs")
 	_, err := s.create(ctx, f, "too-early", 1, true)
@@ -90,12 +90,12 @@ func walkPath(ctx context.Context, f *framework.Framework, s pathSubject) {
 	plain := mustCreate("plain", 2, false)
 	plainBefore := apps.WaitForUngrouped(ctx, f, plain, 2)
 
-	rollGate(ctx, lc, s.gate, true, false)
+	rollGate(ctx, s.gate, true, false)
 	gang := mustCreate("gang", 3, true)
 	before := apps.WaitForGang(ctx, f, gang, 3, 3)
 	apps.ExpectPodsUndisturbed(apps.Read(ctx, f, plain), plainBefore)
 
-	rollGate(ctx, lc, s.gate, false, false)
+	rollGate(ctx, s.gate, false, false)
 	ginkgo.By("downgraded: the gang keeps its pods and objects; scaling it makes a pod outside the group")
 	apps.ExpectPodsUndisturbed(apps.Read(ctx, f, gang), before)
 	apps.Scale(ctx, f, gang, 4)
@@ -103,7 +103,7 @@ func walkPath(ctx context.Context, f *framework.Framework, s pathSubject) {
 		apps.Mixed(4, 1), apps.AtMinCount(3)))
 	apps.ExpectSameObjects(mixed, before)
 
-	rollGate(ctx, lc, s.gate, true, false)
+	rollGate(ctx, s.gate, true, false)
 	ginkgo.By("upgraded again: the same objects, re-synced to minCount 4; the mixed pod is still there")
 	after := apps.WaitForState(ctx, f, gang, "minCount 4", apps.AtMinCount(4))
 	apps.ExpectSameObjects(after, before)

@@ -49,16 +49,24 @@ var _ = ginkgo.Describe("Version skew", framework.Serial, framework.Disruptive, 
 
 	ginkgo.It("retries with backoff while the apiserver does not serve scheduling.k8s.io/v1beta1, creates no gang pods, and converges once it does",
 		framework.ID("D-P5", "S-P7", "S-P9"), framework.KEP(6276), framework.KEP(6277), func(ctx context.Context) {
-			lc := framework.RequireLocalCluster()
-			metricsURL, err := lc.MetricsURL(framework.ReferenceControllerManager)
-			gomega.Expect(err).NotTo(gomega.HaveOccurred())
-			restore := framework.Reconfigure(ctx, framework.ReconfigureInput{Cluster: lc, Changes: []framework.ComponentChange{{
-				Component: localcluster.APIServer, ComponentConfig: localcluster.ComponentConfig{RuntimeConfig: map[string]string{"scheduling.k8s.io/v1beta1": "false"}},
-			}}})
+			notServed := framework.ComponentChange{Component: localcluster.APIServer,
+				ComponentConfig: localcluster.ComponentConfig{RuntimeConfig: map[string]string{"scheduling.k8s.io/v1beta1": "false"}}}
+			framework.RequireReconfigure(notServed)
+			// S-P9's metric is the controller process's own; only the harness's
+			// local cluster exposes it to the suite. Elsewhere the events prove S-P9.
+			metricsURL := ""
+			if lc := framework.LocalCluster; lc != nil {
+				var err error
+				metricsURL, err = lc.MetricsURL(framework.ReferenceControllerManager)
+				gomega.Expect(err).NotTo(gomega.HaveOccurred())
+			}
+			restore := framework.Reconfigure(ctx, framework.ReconfigureInput{Changes: []framework.ComponentChange{notServed}})
 			gomega.Eventually(ctx, func() bool { return framework.Serves(f.ClientSet, "scheduling.k8s.io/v1beta1", []string{"workloads"}) }).WithTimeout(f.Timeouts.Namespace).WithPolling(f.Timeouts.Poll).
 				Should(gomega.BeFalse(), "waiting for discovery to stop listing scheduling.k8s.io/v1beta1 workloads")
-			stsErrors := counter(ctx, metricsURL, stsCreationErrors)
-			deployErrors := counter(ctx, metricsURL, deploymentCreationErrors)
+			var stsErrors, deployErrors float64
+			if metricsURL != "" {
+				stsErrors, deployErrors = counter(ctx, metricsURL, stsCreationErrors), counter(ctx, metricsURL, deploymentCreationErrors)
+			}
 
 			d := apps.Deployment(createDeployment(ctx, f, "gang-d", 3, gangDeployment()))
 			s := apps.StatefulSet(createStatefulSet(ctx, f, "gang-s", 3, true, gangStatefulSet()))
@@ -67,13 +75,17 @@ var _ = ginkgo.Describe("Version skew", framework.Serial, framework.Disruptive, 
 			ginkgo.By("a StatefulSet without spec.scheduling is unaffected")
 			framework.WaitForPodsRunning(ctx, apps.Pods(f, plain), 2)
 
-			ginkgo.By("both controllers keep failing and retrying: their creation-error counters rise more than once (S-P9's metric)")
-			gomega.Eventually(ctx, func(ctx context.Context) float64 { return counter(ctx, metricsURL, stsCreationErrors) }).
-				WithTimeout(f.Timeouts.PodsBound).WithPolling(f.Timeouts.Poll).Should(gomega.BeNumerically(">=", stsErrors+2),
-				"waiting for %s to rise by 2 or more (retries)", stsCreationErrors)
-			gomega.Eventually(ctx, func(ctx context.Context) float64 { return counter(ctx, metricsURL, deploymentCreationErrors) }).
-				WithTimeout(f.Timeouts.PodsBound).WithPolling(f.Timeouts.Poll).Should(gomega.BeNumerically(">=", deployErrors+2),
-				"waiting for %s to rise by 2 or more (retries)", deploymentCreationErrors)
+			if metricsURL != "" {
+				ginkgo.By("both controllers keep failing and retrying: their creation-error counters rise more than once (S-P9's metric)")
+				gomega.Eventually(ctx, func(ctx context.Context) float64 { return counter(ctx, metricsURL, stsCreationErrors) }).
+					WithTimeout(f.Timeouts.PodsBound).WithPolling(f.Timeouts.Poll).Should(gomega.BeNumerically(">=", stsErrors+2),
+					"waiting for %s to rise by 2 or more (retries)", stsCreationErrors)
+				gomega.Eventually(ctx, func(ctx context.Context) float64 { return counter(ctx, metricsURL, deploymentCreationErrors) }).
+					WithTimeout(f.Timeouts.PodsBound).WithPolling(f.Timeouts.Poll).Should(gomega.BeNumerically(">=", deployErrors+2),
+					"waiting for %s to rise by 2 or more (retries)", deploymentCreationErrors)
+			} else {
+				ginkgo.By("S-P9's metric statefulset_workload_creation_errors_total is the implementation's own: not observable through the API; the events below prove the rest")
+			}
 			gomega.Eventually(ctx, func(ctx context.Context) ([]string, error) { return apps.EventReasons(ctx, f, s) }).
 				WithTimeout(f.Timeouts.PodsBound).WithPolling(f.Timeouts.Poll).Should(gomega.ContainElement("WorkloadCreationFailed"),
 				"waiting for a WorkloadCreationFailed event on StatefulSet %s (S-P9)", s.Name)
@@ -105,7 +117,6 @@ var _ = ginkgo.Describe("Version skew", framework.Serial, framework.Disruptive, 
 	// safe, and the objects are still created for when the scheduler catches up.
 	ginkgo.DescribeTable("places a gang pod by pod when kube-scheduler lacks GenericWorkload", framework.ID("S-P8"), framework.KEP(6277),
 		func(ctx context.Context, skewed bool) {
-			lc := framework.RequireLocalCluster()
 			c := framework.ComponentChange{Component: localcluster.Scheduler}
 			wantLog := ""
 			if skewed {
@@ -125,13 +136,14 @@ var _ = ginkgo.Describe("Version skew", framework.Serial, framework.Disruptive, 
 					c.FeatureGates[g] = false
 				}
 			}
+			framework.RequireReconfigure(c)
 			fit := framework.MeasureCapacity(ctx, f)
 			if fit.Nodes < 3 {
 				ginkgo.Skip(fmt.Sprintf("needs 3 schedulable nodes, found %d", fit.Nodes))
 			}
-			framework.Reconfigure(ctx, framework.ReconfigureInput{Cluster: lc, Changes: []framework.ComponentChange{c}})
+			framework.Reconfigure(ctx, framework.ReconfigureInput{Changes: []framework.ComponentChange{c}})
 			if wantLog != "" {
-				log, err := os.ReadFile(lc.LogPath(localcluster.Scheduler))
+				log, err := os.ReadFile(framework.LocalCluster.LogPath(localcluster.Scheduler))
 				gomega.Expect(err).NotTo(gomega.HaveOccurred())
 				gomega.Expect(string(log)).To(gomega.ContainSubstring(wantLog), "the restarted kube-scheduler is not the skewed version")
 			}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The --reconfigure-command hook of a `make cluster-up` cluster, the same hook
+# a vendor writes for theirs (docs/vendor-guide.md):
+#
+#   RECONFIGURE_COMMAND=hack/reconfigure-local.sh make conformance KUBECONFIG=_output/cluster/kubeconfig ALLOW_DISRUPTIVE=1
+#
+# Called as: reconfigure-local.sh <component> <feature-gates> <runtime-config>.
+# It restarts the component with the cluster's own settings plus exactly the
+# given gates and runtime-config (--reset drops what an earlier call set), and
+# returns once it is ready again. The implementation's two sides map to the
+# reference add-on's processes (controllers/config/localcluster-addon.yaml).
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CLUSTER_DIR=${CLUSTER_DIR:-$ROOT/_output/cluster}
+HARNESS=${HARNESS:-$ROOT/_output/bin/was-harness}
+component=${1:?usage: $0 <component> <feature-gates> <runtime-config>}
+gates=${2:-}
+runtime_config=${3:-}
+case $component in
+  implementation-admission) component=${IMPLEMENTATION_ADMISSION:-was-webhook} ;;
+  implementation-controllers) component=${IMPLEMENTATION_CONTROLLERS:-was-controller-manager} ;;
+esac
+exec "$HARNESS" cluster restart --dir "$CLUSTER_DIR" --component "$component" --reset \
+  --feature-gates "$gates" --runtime-config "$runtime_config"
