@@ -1,0 +1,61 @@
+package framework
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/workload-aware/apps-harness/pkg/localcluster"
+)
+
+// The hook gets the component's accumulated gates and runtime-config on every
+// change, and the previous ones (empty: normal settings) on undo.
+func TestHookReconfigurer(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "calls")
+	saved := TestContext.ReconfigureCommand
+	t.Cleanup(func() { TestContext.ReconfigureCommand = saved })
+	TestContext.ReconfigureCommand = `echo "$1|$2|$3|$WAS_COMPONENT" >> ` + log
+	h := &hookReconfigurer{current: map[localcluster.Component]localcluster.ComponentConfig{}}
+	ctx := context.Background()
+
+	off := GateOn(WorkloadWithDeployment, false, ReferenceControllerManager)[0]
+	undo1, err := h.apply(ctx, off)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := GateOn(DRAWorkloadResourceClaims, false, ReferenceControllerManager)[0]
+	undo2, err := h.apply(ctx, claims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := ComponentChange{Component: localcluster.APIServer, ComponentConfig: localcluster.ComponentConfig{RuntimeConfig: map[string]string{"scheduling.k8s.io/v1beta1": "false"}}}
+	undo3, err := h.apply(ctx, api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, undo := range []func(context.Context) error{undo3, undo2, undo1} {
+		if err := undo(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, _ := os.ReadFile(log)
+	want := strings.Join([]string{
+		"implementation-controllers|WorkloadWithDeployment=false||implementation-controllers",
+		"implementation-controllers|DRAWorkloadResourceClaims=false,WorkloadWithDeployment=false||implementation-controllers",
+		"kube-apiserver||scheduling.k8s.io/v1beta1=false|kube-apiserver",
+		"kube-apiserver|||kube-apiserver",
+		"implementation-controllers|WorkloadWithDeployment=false||implementation-controllers",
+		"implementation-controllers|||implementation-controllers",
+	}, "\n") + "\n"
+	if string(got) != want {
+		t.Fatalf("hook calls:\n%s\nwant:\n%s", got, want)
+	}
+	if len(h.current) != 0 {
+		t.Fatalf("after every undo the hook state is %v, want empty (normal settings)", h.current)
+	}
+	if why := h.cannot(ComponentChange{Component: localcluster.Scheduler, ComponentConfig: localcluster.ComponentConfig{Binary: "/old/kube-scheduler"}}); why == "" {
+		t.Fatal("a change of binary cannot go through the hook, but cannot() said it could")
+	}
+}
