@@ -20,6 +20,7 @@ import (
 
 	"github.com/workload-aware/apps-harness/framework"
 	_ "github.com/workload-aware/apps-harness/suites/deployment"
+	_ "github.com/workload-aware/apps-harness/suites/install"
 	_ "github.com/workload-aware/apps-harness/suites/packaging"
 	_ "github.com/workload-aware/apps-harness/suites/scheduling"
 	_ "github.com/workload-aware/apps-harness/suites/soak"

@@ -1,0 +1,134 @@
+package install
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/workload-aware/apps-harness/framework"
+	"github.com/workload-aware/apps-harness/framework/apps"
+	"github.com/workload-aware/apps-harness/framework/builder"
+	"github.com/workload-aware/apps-harness/pkg/localcluster"
+)
+
+// The reference's Lease (its RBAC names it), and short timings so a
+// takeover happens within seconds.
+const (
+	leaseNamespace = "kube-system"
+	leaseName      = "was-controller-manager"
+)
+
+var leaderElectionArgs = map[string]string{
+	"leader-elect":                    "true",
+	"leader-elect-resource-namespace": leaseNamespace,
+	"leader-elect-resource-name":      leaseName,
+	"leader-elect-lease-duration":     "6s",
+	"leader-elect-renew-deadline":     "4s",
+	"leader-elect-retry-period":       "1s",
+}
+
+var _ = ginkgo.Describe("Install of the reference implementation: leader election", framework.Harness, framework.Serial, framework.Disruptive, func() {
+	f := framework.New("install-leader-election")
+
+	// deploy/ runs a controller-manager on every control-plane node. Every
+	// instance writes as the same service accounts, so the writes are told
+	// apart by the User-Agent each instance tags with its Lease identity,
+	// which the API server's audit log records.
+	ginkgo.It("runs the controllers in the Lease holder only, and another instance takes over when it is killed, with no duplicate Workload or PodGroup", func(ctx context.Context) {
+		lc := requireComponent(framework.ReferenceControllerManager)
+		cs := f.ClientSet
+		before := leaseHolder(ctx, f)
+		framework.Reconfigure(ctx, framework.ReconfigureInput{Cluster: lc, Changes: []framework.ComponentChange{{
+			Component: framework.ReferenceControllerManager, ComponentConfig: localcluster.ComponentConfig{ExtraArgs: leaderElectionArgs},
+		}}})
+		var leader string
+		gomega.Eventually(ctx, func() string {
+			leader = leaseHolder(ctx, f)
+			return leader
+		}).WithTimeout(time.Minute).WithPolling(time.Second).ShouldNot(gomega.Or(gomega.BeEmpty(), gomega.Equal(before)),
+			"the restarted controller-manager never took the Lease %s/%s", leaseNamespace, leaseName)
+
+		ginkgo.By("starting a second instance of the same binary with the same flags")
+		standby := startSecondInstance(ctx, lc, framework.ReferenceControllerManager)
+		gomega.Expect(standby.identity).NotTo(gomega.Equal(leader))
+		gomega.Expect(leaseHolder(ctx, f)).To(gomega.Equal(leader), "the Lease changed hands when a second instance started")
+
+		dups := framework.WatchForDuplicates(ctx, cs, f.Namespace)
+		writes := newWriteLog(lc.AuditLogPath(), f.Namespace)
+		first := createGang(ctx, f, "first", 2)
+		apps.WaitForGang(ctx, f, first, 2, 2)
+		byInstance := writes.byInstance()
+		ginkgo.By(fmt.Sprintf("writes while %s leads: %v", leader, byInstance))
+		gomega.Expect(byInstance).To(gomega.HaveKey(leader), "the leader wrote no Workload or PodGroup")
+		gomega.Expect(byInstance).To(gomega.HaveLen(1), "an instance other than the leader %s wrote", leader)
+
+		ginkgo.By("killing the leader")
+		stopComponent(ctx, lc, framework.ReferenceControllerManager)
+		gomega.Eventually(ctx, func() string { return leaseHolder(ctx, f) }).WithTimeout(time.Minute).WithPolling(time.Second).
+			Should(gomega.Equal(standby.identity), "the second instance did not take the Lease over")
+
+		writes.reset()
+		second := createGang(ctx, f, "second", 2)
+		apps.Scale(ctx, f, first, 3)
+		apps.WaitForGang(ctx, f, second, 2, 2)
+		apps.WaitForGang(ctx, f, first, 3, 3)
+		byInstance = writes.byInstance()
+		ginkgo.By(fmt.Sprintf("writes after the takeover: %v", byInstance))
+		gomega.Expect(byInstance).To(gomega.HaveKey(standby.identity), "the new leader wrote no Workload or PodGroup")
+		gomega.Expect(byInstance).To(gomega.HaveLen(1), "an instance other than the new leader %s wrote", standby.identity)
+		dups.ExpectNone()
+	})
+})
+
+// leaseHolder is the reference's Lease holder; empty when there is none.
+func leaseHolder(ctx context.Context, f *framework.Framework) string {
+	ginkgo.GinkgoHelper()
+	lease, err := f.ClientSet.CoordinationV1().Leases(leaseNamespace).Get(ctx, leaseName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return ""
+	}
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	if lease.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *lease.Spec.HolderIdentity
+}
+
+func createGang(ctx context.Context, f *framework.Framework, name string, replicas int32) apps.App {
+	ginkgo.GinkgoHelper()
+	d := builder.Deployment(name, f.Namespace).Replicas(replicas).Recreate().Request(corev1.ResourceCPU, "100m").Obj()
+	created, err := framework.Intent.CreateDeployment(ctx, d, gang())
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "creating the gang Deployment %s", name)
+	return apps.Deployment(created)
+}
+
+// identityOf reads the Lease identity an instance logged at start.
+func identityOf(log string) (string, bool) {
+	const key = `identity="`
+	i := strings.Index(log, key)
+	if i < 0 {
+		return "", false
+	}
+	rest := log[i+len(key):]
+	j := strings.IndexByte(rest, '"')
+	if j < 0 {
+		return "", false
+	}
+	return rest[:j], true
+}
+
+// gang is the simplest scheduling intent: the whole Deployment as one gang
+// (which the KEP allows with the Recreate strategy only).
+func gang() *framework.DeploymentScheduling {
+	return &framework.DeploymentScheduling{SchedulingPolicy: &schedulingv1alpha3.WorkloadPodGroupSchedulingPolicy{
+		Gang: &schedulingv1alpha3.WorkloadPodGroupGangSchedulingPolicy{},
+	}}
+}
