@@ -56,36 +56,31 @@ var _ = ginkgo.Describe("Control-plane faults in the middle of a rollout or a sc
 			dups.ExpectNone()
 		})
 
-		ginkgo.It("scales a gang StatefulSet from 2 to 6 through a kube-apiserver restart, keeping pods 0 and 1", func(ctx context.Context) {
+		// A scale in flight when a component goes away: the existing pods stay,
+		// the same Workload and PodGroup are updated in place.
+		scaleThrough := func(ctx context.Context, a apps.App, from, to int32, component localcluster.Component) {
 			lc := framework.RequireLocalCluster()
 			dups := framework.WatchForDuplicates(ctx, f.ClientSet, f.Namespace)
-			a := apps.StatefulSet(createStatefulSet(ctx, f, "grow", 2, true, gangStatefulSet()))
-			before := apps.WaitForGang(ctx, f, a, 2, 2)
+			before := apps.WaitForGang(ctx, f, a, from, int(from))
 
-			ginkgo.By("scaling to 6 and restarting kube-apiserver at once")
-			apps.Scale(ctx, f, a, 6)
-			gomega.Expect(lc.Restart(ctx, localcluster.APIServer, nil)).To(gomega.Succeed())
+			ginkgo.By(fmt.Sprintf("scaling to %d and restarting %s at once", to, component))
+			apps.Scale(ctx, f, a, to)
+			gomega.Expect(lc.Restart(ctx, component, nil)).To(gomega.Succeed())
 
-			after := apps.WaitForGang(ctx, recovering(f), a, 6, 6)
+			after := apps.WaitForGang(ctx, recovering(f), a, to, int(to))
 			apps.ExpectSameObjects(after, before)
 			apps.ExpectPodsUndisturbed(after, before)
 			dups.ExpectNone()
+		}
+
+		ginkgo.It("scales a gang StatefulSet from 2 to 6 through a kube-apiserver restart, keeping pods 0 and 1", func(ctx context.Context) {
+			framework.RequireLocalCluster()
+			scaleThrough(ctx, apps.StatefulSet(createStatefulSet(ctx, f, "grow", 2, true, gangStatefulSet())), 2, 6, localcluster.APIServer)
 		})
 
 		ginkgo.It("scales a gang Deployment from 3 to 6 through an etcd restart, keeping the running pods", func(ctx context.Context) {
-			lc := framework.RequireLocalCluster()
-			dups := framework.WatchForDuplicates(ctx, f.ClientSet, f.Namespace)
-			a := apps.Deployment(createDeployment(ctx, f, "scale", 3, gangDeployment()))
-			before := apps.WaitForGang(ctx, f, a, 3, 3)
-
-			ginkgo.By("scaling to 6 and restarting etcd at once")
-			apps.Scale(ctx, f, a, 6)
-			gomega.Expect(lc.Restart(ctx, localcluster.Etcd, nil)).To(gomega.Succeed())
-
-			after := apps.WaitForGang(ctx, recovering(f), a, 6, 6)
-			apps.ExpectSameObjects(after, before)
-			apps.ExpectPodsUndisturbed(after, before)
-			dups.ExpectNone()
+			framework.RequireLocalCluster()
+			scaleThrough(ctx, apps.Deployment(createDeployment(ctx, f, "scale", 3, gangDeployment())), 3, 6, localcluster.Etcd)
 		})
 
 		ginkgo.It("relists when every watch expires (etcd compacted past them, kube-apiserver restarted) and converges on the changes", func(ctx context.Context) {
