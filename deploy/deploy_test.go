@@ -229,7 +229,9 @@ func TestWebhookConfigurationCannotTakeTheClusterDown(t *testing.T) {
 }
 
 // labelsOf is the label every namespace carries (set by the API server).
-func labelsOf(namespace string) labels.Set { return labels.Set{"kubernetes.io/metadata.name": namespace} }
+func labelsOf(namespace string) labels.Set {
+	return labels.Set{"kubernetes.io/metadata.name": namespace}
+}
 
 // TestNetworkPolicyAdmitsOnlyTheWebhookPort: every pod of the namespace
 // refuses connections but the webhook's port on the webhook pods.
