@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/workload-aware/apps-harness/framework"
+	"github.com/workload-aware/apps-harness/framework/apps"
 	"github.com/workload-aware/apps-harness/framework/builder"
 )
 
@@ -86,8 +87,10 @@ var _ = ginkgo.Describe("Deployment Workload and PodGroup contents and ownership
 			gomega.Expect(rss).To(gomega.HaveLen(1))
 			pg := thePodGroup(ctx, f)
 
-			expectControllerRef(w.OwnerReferences, "apps/v1", "Deployment", d.Name, string(d.UID))
-			expectControllerRef(pg.OwnerReferences, "apps/v1", "ReplicaSet", rss[0].Name, string(rss[0].UID))
+			apps.ExpectOwner(w.OwnerReferences, apps.OwnerDeployment(d), true)
+			apps.ExpectBlocksOwnerDeletion(w.OwnerReferences, apps.OwnerDeployment(d))
+			apps.ExpectOwner(pg.OwnerReferences, apps.OwnerReplicaSet(&rss[0]), true)
+			apps.ExpectBlocksOwnerDeletion(pg.OwnerReferences, apps.OwnerReplicaSet(&rss[0]))
 			expectOwner(pg.OwnerReferences, "scheduling.k8s.io/v1beta1", "Workload", w.Name, string(w.UID), false)
 			gomega.Expect(metav1.GetControllerOf(&w)).To(gomega.HaveValue(gomega.HaveField("UID", d.UID)), "the Workload's one controller")
 			gomega.Expect(metav1.GetControllerOf(&pg)).To(gomega.HaveValue(gomega.HaveField("UID", rss[0].UID)), "the PodGroup's one controller")
@@ -203,7 +206,7 @@ var _ = ginkgo.Describe("Deployment Workload and PodGroup contents and ownership
 					rs2 := newestReplicaSet(ctx, f, d2)
 					pg2, err := f.ClientSet.SchedulingV1beta1().PodGroups(f.Namespace).Get(ctx, d2.Name+"-"+rs2.Labels[appsv1.DefaultDeploymentUniqueLabelKey], metav1.GetOptions{})
 					gomega.Expect(err).NotTo(gomega.HaveOccurred(), "the new ReplicaSet's PodGroup")
-					expectControllerRef(pg2.OwnerReferences, "apps/v1", "ReplicaSet", rs2.Name, string(rs2.UID))
+					apps.ExpectOwner(pg2.OwnerReferences, apps.OwnerReplicaSet(&rs2), true)
 					expectOwner(pg2.OwnerReferences, "scheduling.k8s.io/v1beta1", "Workload", w2.Name, string(w2.UID), false)
 				}
 			},
@@ -324,24 +327,6 @@ func prune(v any) any {
 	return v
 }
 
-// expectControllerRef asserts refs hold exactly one reference to the named
-// object, and that it is a controller reference that blocks the owner's
-// foreground deletion.
-func expectControllerRef(refs []metav1.OwnerReference, apiVersion, kind, name, uid string) {
-	var found []metav1.OwnerReference
-	for _, r := range refs {
-		if r.Kind == kind && r.Name == name {
-			found = append(found, r)
-		}
-	}
-	gomega.ExpectWithOffset(1, found).To(gomega.HaveLen(1), "ownerReferences %v: want one to %s %s", refs, kind, name)
-	r := found[0]
-	gomega.ExpectWithOffset(1, r.APIVersion).To(gomega.Equal(apiVersion), "ownerReference to %s %s", kind, name)
-	gomega.ExpectWithOffset(1, string(r.UID)).To(gomega.Equal(uid), "ownerReference to %s %s", kind, name)
-	gomega.ExpectWithOffset(1, r.Controller).To(gomega.HaveValue(gomega.BeTrue()), "controller of the ownerReference to %s %s", kind, name)
-	gomega.ExpectWithOffset(1, r.BlockOwnerDeletion).To(gomega.HaveValue(gomega.BeTrue()), "blockOwnerDeletion of the ownerReference to %s %s", kind, name)
-}
-
 // foreignReplicaSet creates a ReplicaSet of no pods whose selector matches
 // no Deployment's pods, to own objects the Deployment must leave alone.
 func foreignReplicaSet(ctx context.Context, f *framework.Framework, name string) *appsv1.ReplicaSet {
@@ -364,14 +349,9 @@ func foreignReplicaSet(ctx context.Context, f *framework.Framework, name string)
 
 // waitForWorkloadMinCount waits until d's one Workload has template minCount want.
 func waitForWorkloadMinCount(ctx context.Context, f *framework.Framework, d *appsv1.Deployment, want int32) {
-	gomega.EventuallyWithOffset(1, ctx, func(ctx context.Context) []int32 {
-		var out []int32
-		for _, w := range workloadsOf(ctx, f, d) {
-			out = append(out, framework.WorkloadMinCount(&w))
-		}
-		return out
-	}).WithTimeout(f.Timeouts.PodsBound).WithPolling(f.Timeouts.Poll).Should(gomega.Equal([]int32{want}),
-		"waiting for the one Workload of Deployment %s at minCount %d", d.Name, want)
+	ginkgo.GinkgoHelper()
+	apps.WaitForState(ctx, f, apps.Deployment(d), fmt.Sprintf("the Workload at minCount %d", want),
+		gomega.HaveField("Workloads", gomega.ConsistOf(gomega.HaveField("MinCount", want))))
 }
 
 // waitForReplicaSetReplicas waits until ReplicaSet name wants replicas pods
