@@ -153,7 +153,9 @@ for p in "${selected[@]}"; do [[ $(disruptive "$p") == 1 ]] && baseline_disrupti
 WORK=${MUTATION_WORK:-$(mktemp -d /tmp/was-mutation.XXXXXX)}
 mkdir -p "$WORK"
 cluster_dir=""
+lockwaiter=""
 cleanup() {
+  [[ -n $lockwaiter ]] && kill "$lockwaiter" 2>/dev/null
   [[ -n $cluster_dir ]] && "$WORK/output/bin/was-harness" cluster down --dir "$cluster_dir" >/dev/null 2>&1 || true
   [[ -n ${MUTATION_WORK:-} || $MUTATION_KEEP == 1 ]] || rm -rf "$WORK"
 }
@@ -306,7 +308,11 @@ run() {
   # a cluster component never keeps the lock.
   exec {lockfd}>"$MUTATION_LOCK"
   log "[$name] waiting for $MUTATION_LOCK"
-  flock "$lockfd"
+  # In the background, so a signal is handled while waiting.
+  flock "$lockfd" &
+  lockwaiter=$!
+  wait "$lockwaiter"
+  lockwaiter=""
   run_variant "$@" {lockfd}>&-
   flock -u "$lockfd"
   exec {lockfd}>&-
