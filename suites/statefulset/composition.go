@@ -23,86 +23,107 @@ var _ = ginkgo.Describe("StatefulSets composed by a parent controller", framewor
 	framework.WithFeatureGate(framework.GenericWorkload, framework.WorkloadWithStatefulSet), func() {
 		f := framework.New("sts-parent")
 
-		ginkgo.It("instantiates the PodGroup from the parent's Workload template and creates no Workload of its own", framework.ID("S-I9"), func(ctx context.Context) {
-			parent := createParent(ctx, f, "parent")
-			pw := createWorkload(ctx, f, builder.Workload("parent-workload", f.Namespace).
-				ControllerRef("", "ConfigMap", parent.Name).OwnerReference(controllerRefTo(parent)).
-				PodGroupTemplate(builder.PodGroupTemplate("members").Gang(2)).Obj())
-			dumpOnFailure(f, "parent Workload", func(ctx context.Context) (any, error) {
-				return f.ClientSet.SchedulingV1beta1().Workloads(f.Namespace).Get(ctx, pw.Name, metav1.GetOptions{})
+		// Not S-I9: that id needs the CompositePodGroup link, proved below.
+		ginkgo.It("instantiates the PodGroup from the parent's Workload template, follows only that template's minCount, and never writes the parent's Workload",
+			framework.ID("S-U19", "S-U16"), func(ctx context.Context) {
+				parent := createParent(ctx, f, "parent")
+				pw := createWorkload(ctx, f, builder.Workload("parent-workload", f.Namespace).
+					ControllerRef("", "ConfigMap", parent.Name).OwnerReference(controllerRefTo(parent)).
+					PodGroupTemplate(builder.PodGroupTemplate("members").Gang(2)).Obj())
+				dumpOnFailure(f, "parent Workload", func(ctx context.Context) (any, error) {
+					return f.ClientSet.SchedulingV1beta1().Workloads(f.Namespace).Get(ctx, pw.Name, metav1.GetOptions{})
+				})
+
+				// 3 replicas and a template of minCount 2: the PodGroup's minCount
+				// tells the template apart from spec.replicas.
+				set := parallel(f, "member", 3, "100m").
+					Annotation(groupTemplateNameAnnotation, "members").
+					OwnerReference(controllerRefTo(parent)).Obj()
+				set = create(ctx, set, gang())
+				a := apps.StatefulSet(set)
+				apps.WaitForRunning(ctx, f, a, 3)
+
+				pg := delegatedPodGroup(ctx, f, set, pw.Name)
+				gomega.Expect(pg.Spec.WorkloadRef).To(gomega.HaveValue(gomega.Equal(schedulingv1beta1.WorkloadReference{
+					WorkloadName: pw.Name, TemplateName: "members"})), "the PodGroup must be stamped from the parent's template")
+				gomega.Expect(framework.PodGroupMinCount(&pg)).To(gomega.Equal(int32(2)), "minCount comes from the parent's template (2), not spec.replicas (3)")
+				apps.ExpectOwner(pg.OwnerReferences, apps.OwnerStatefulSet(set), true)
+				apps.ExpectNoOwnerOfKind(pg.OwnerReferences, "Workload")
+				apps.ExpectPodsInGroup(ctx, f, a, apps.OwnerStatefulSet(set), &pg, 3)
+				expectNoOwnWorkload(ctx, f, set)
+				expectWorkloadUntouched(ctx, f, pw)
+
+				ginkgo.By("scaling to 4: the parent's Workload is not written and the PodGroup keeps the template's minCount")
+				apps.Scale(ctx, f, a, 4)
+				apps.WaitForRunning(ctx, f, a, 4)
+				expectDelegatedMinCount(ctx, f, set, pw.Name, 2)
+				expectWorkloadUntouched(ctx, f, pw)
+
+				ginkgo.By("the parent raises its template to 3, then scales the StatefulSet to 5: the PodGroup follows the template (3), not replicas (5)")
+				pw = setTemplateMinCount(ctx, f, pw.Name, 3)
+				apps.Scale(ctx, f, a, 5)
+				apps.WaitForRunning(ctx, f, a, 5)
+				expectDelegatedMinCount(ctx, f, set, pw.Name, 3)
+				expectWorkloadUntouched(ctx, f, pw)
+				expectNoOwnWorkload(ctx, f, set)
 			})
 
-			set := parallel(f, "member", 2, "100m").
-				Annotation(groupTemplateNameAnnotation, "members").
-				OwnerReference(controllerRefTo(parent)).Obj()
-			set = create(ctx, set, gang())
-			apps.WaitForRunning(ctx, f, apps.StatefulSet(set), 2)
+		ginkgo.It("attaches the delegated PodGroup, at the parent template's minCount, to the parent's CompositePodGroup, with no Workload of its own",
+			framework.ID("S-I9", "S-U20"), framework.WithFeatureGate(framework.CompositePodGroup), func(ctx context.Context) {
+				requireCompositePodGroups(f)
+				parent := createParent(ctx, f, "leader-worker")
+				// The parent's tree: one CompositePodGroupTemplate "group" whose
+				// child PodGroupTemplate "workers" the StatefulSet is delegated.
+				pw := createWorkload(ctx, f, &schedulingv1beta1.Workload{
+					ObjectMeta: metav1.ObjectMeta{Name: "parent-workload", Namespace: f.Namespace, OwnerReferences: []metav1.OwnerReference{controllerRefTo(parent)}},
+					Spec: schedulingv1beta1.WorkloadSpec{
+						ControllerRef: &schedulingv1beta1.TypedLocalObjectReference{Kind: "ConfigMap", Name: parent.Name},
+						CompositePodGroupTemplates: []schedulingv1beta1.CompositePodGroupTemplate{{
+							Name:             "group",
+							SchedulingPolicy: schedulingv1beta1.CompositePodGroupSchedulingPolicy{Basic: &schedulingv1beta1.CompositeBasicSchedulingPolicy{}},
+							PodGroupTemplates: []schedulingv1beta1.PodGroupTemplate{
+								builder.PodGroupTemplate("workers").Gang(2).Obj(),
+							},
+						}},
+					},
+				})
+				cpg, err := f.ClientSet.SchedulingV1alpha3().CompositePodGroups(f.Namespace).Create(ctx, &schedulingv1alpha3.CompositePodGroup{
+					ObjectMeta: metav1.ObjectMeta{Name: "group-0", Namespace: f.Namespace, OwnerReferences: []metav1.OwnerReference{controllerRefTo(parent)}},
+					Spec: schedulingv1alpha3.CompositePodGroupSpec{
+						WorkloadRef:      &schedulingv1alpha3.WorkloadReference{WorkloadName: pw.Name, TemplateName: "group"},
+						SchedulingPolicy: schedulingv1alpha3.CompositePodGroupSchedulingPolicy{Basic: &schedulingv1alpha3.CompositeBasicSchedulingPolicy{}},
+					},
+				}, metav1.CreateOptions{})
+				gomega.Expect(err).NotTo(gomega.HaveOccurred(), "creating the parent's CompositePodGroup")
+				dumpOnFailure(f, "parent Workload", func(ctx context.Context) (any, error) {
+					return f.ClientSet.SchedulingV1beta1().Workloads(f.Namespace).Get(ctx, pw.Name, metav1.GetOptions{})
+				})
+				dumpOnFailure(f, "CompositePodGroups", func(ctx context.Context) (any, error) {
+					return f.ClientSet.SchedulingV1alpha3().CompositePodGroups(f.Namespace).List(ctx, metav1.ListOptions{})
+				})
 
-			pg := delegatedPodGroup(ctx, f, set, pw.Name)
-			gomega.Expect(pg.Spec.WorkloadRef).To(gomega.HaveValue(gomega.Equal(schedulingv1beta1.WorkloadReference{
-				WorkloadName: pw.Name, TemplateName: "members"})), "the PodGroup must be stamped from the parent's template")
-			gomega.Expect(framework.PodGroupMinCount(&pg)).To(gomega.Equal(int32(2)), "minCount comes from the parent's template")
-			apps.ExpectOwner(pg.OwnerReferences, apps.OwnerStatefulSet(set), true)
-			apps.ExpectNoOwnerOfKind(pg.OwnerReferences, "Workload")
-			apps.ExpectPodsInGroup(ctx, f, apps.StatefulSet(set), apps.OwnerStatefulSet(set), &pg, 2)
-			expectNoOwnWorkload(ctx, f, set)
-			expectParentWorkloadUntouched(ctx, f, pw)
-		})
+				set := parallel(f, "workers", 3, "100m").
+					Annotation(groupTemplateNameAnnotation, "workers").
+					Annotation(parentCompositePodGroupAnnotation, cpg.Name).
+					OwnerReference(controllerRefTo(parent)).Obj()
+				set = create(ctx, set, gang())
+				apps.WaitForPodsCreated(ctx, f, apps.StatefulSet(set), 3)
 
-		ginkgo.It("attaches the delegated PodGroup to the parent's CompositePodGroup", framework.ID("S-I9"), framework.WithFeatureGate(framework.CompositePodGroup), func(ctx context.Context) {
-			requireCompositePodGroups(f)
-			parent := createParent(ctx, f, "leader-worker")
-			// The parent's tree: one CompositePodGroupTemplate "group" whose
-			// child PodGroupTemplate "workers" the StatefulSet is delegated.
-			pw := createWorkload(ctx, f, &schedulingv1beta1.Workload{
-				ObjectMeta: metav1.ObjectMeta{Name: "parent-workload", Namespace: f.Namespace, OwnerReferences: []metav1.OwnerReference{controllerRefTo(parent)}},
-				Spec: schedulingv1beta1.WorkloadSpec{
-					ControllerRef: &schedulingv1beta1.TypedLocalObjectReference{Kind: "ConfigMap", Name: parent.Name},
-					CompositePodGroupTemplates: []schedulingv1beta1.CompositePodGroupTemplate{{
-						Name:             "group",
-						SchedulingPolicy: schedulingv1beta1.CompositePodGroupSchedulingPolicy{Basic: &schedulingv1beta1.CompositeBasicSchedulingPolicy{}},
-						PodGroupTemplates: []schedulingv1beta1.PodGroupTemplate{
-							builder.PodGroupTemplate("workers").Gang(2).Obj(),
-						},
-					}},
-				},
+				pg := delegatedPodGroup(ctx, f, set, pw.Name)
+				gomega.Expect(pg.Spec.WorkloadRef).To(gomega.HaveValue(gomega.Equal(schedulingv1beta1.WorkloadReference{
+					WorkloadName: pw.Name, TemplateName: "workers"})), "the PodGroup must be stamped from the parent's nested template")
+				gomega.Expect(pg.Spec.ParentCompositePodGroupName).To(gomega.HaveValue(gomega.Equal(cpg.Name)),
+					"the PodGroup must be attached to the CompositePodGroup named by %s", parentCompositePodGroupAnnotation)
+				gomega.Expect(framework.PodGroupMinCount(&pg)).To(gomega.Equal(int32(2)), "minCount comes from the parent's nested template (2), not spec.replicas (3)")
+				apps.ExpectOwner(pg.OwnerReferences, apps.OwnerStatefulSet(set), true)
+				apps.ExpectNoOwnerOfKind(pg.OwnerReferences, "Workload")
+				apps.ExpectPodsInGroup(ctx, f, apps.StatefulSet(set), apps.OwnerStatefulSet(set), &pg, 3)
+				expectNoOwnWorkload(ctx, f, set)
+				expectWorkloadUntouched(ctx, f, pw)
+				apps.WaitForRunning(ctx, f, apps.StatefulSet(set), 3)
 			})
-			cpg, err := f.ClientSet.SchedulingV1alpha3().CompositePodGroups(f.Namespace).Create(ctx, &schedulingv1alpha3.CompositePodGroup{
-				ObjectMeta: metav1.ObjectMeta{Name: "group-0", Namespace: f.Namespace, OwnerReferences: []metav1.OwnerReference{controllerRefTo(parent)}},
-				Spec: schedulingv1alpha3.CompositePodGroupSpec{
-					WorkloadRef:      &schedulingv1alpha3.WorkloadReference{WorkloadName: pw.Name, TemplateName: "group"},
-					SchedulingPolicy: schedulingv1alpha3.CompositePodGroupSchedulingPolicy{Basic: &schedulingv1alpha3.CompositeBasicSchedulingPolicy{}},
-				},
-			}, metav1.CreateOptions{})
-			gomega.Expect(err).NotTo(gomega.HaveOccurred(), "creating the parent's CompositePodGroup")
-			dumpOnFailure(f, "parent Workload", func(ctx context.Context) (any, error) {
-				return f.ClientSet.SchedulingV1beta1().Workloads(f.Namespace).Get(ctx, pw.Name, metav1.GetOptions{})
-			})
-			dumpOnFailure(f, "CompositePodGroups", func(ctx context.Context) (any, error) {
-				return f.ClientSet.SchedulingV1alpha3().CompositePodGroups(f.Namespace).List(ctx, metav1.ListOptions{})
-			})
 
-			set := parallel(f, "workers", 2, "100m").
-				Annotation(groupTemplateNameAnnotation, "workers").
-				Annotation(parentCompositePodGroupAnnotation, cpg.Name).
-				OwnerReference(controllerRefTo(parent)).Obj()
-			set = create(ctx, set, gang())
-			apps.WaitForPodsCreated(ctx, f, apps.StatefulSet(set), 2)
-
-			pg := delegatedPodGroup(ctx, f, set, pw.Name)
-			gomega.Expect(pg.Spec.WorkloadRef).To(gomega.HaveValue(gomega.Equal(schedulingv1beta1.WorkloadReference{
-				WorkloadName: pw.Name, TemplateName: "workers"})), "the PodGroup must be stamped from the parent's nested template")
-			gomega.Expect(pg.Spec.ParentCompositePodGroupName).To(gomega.HaveValue(gomega.Equal(cpg.Name)),
-				"the PodGroup must be attached to the CompositePodGroup named by %s", parentCompositePodGroupAnnotation)
-			apps.ExpectOwner(pg.OwnerReferences, apps.OwnerStatefulSet(set), true)
-			apps.ExpectNoOwnerOfKind(pg.OwnerReferences, "Workload")
-			apps.ExpectPodsInGroup(ctx, f, apps.StatefulSet(set), apps.OwnerStatefulSet(set), &pg, 2)
-			expectNoOwnWorkload(ctx, f, set)
-			expectParentWorkloadUntouched(ctx, f, pw)
-			apps.WaitForRunning(ctx, f, apps.StatefulSet(set), 2)
-		})
-
-		ginkgo.It("gives a StatefulSet whose owner sets no downward annotation its own Workload and PodGroup", framework.ID("S-I10"), func(ctx context.Context) {
+		ginkgo.It("gives a StatefulSet whose owner sets no downward annotation its own Workload and PodGroup", framework.ID("S-I10", "S-U21"), func(ctx context.Context) {
 			parent := createParent(ctx, f, "owner")
 			set := parallel(f, "owned", 3, "100m").OwnerReference(controllerRefTo(parent)).Obj()
 			set = create(ctx, set, gang())
@@ -123,7 +144,64 @@ var _ = ginkgo.Describe("StatefulSets composed by a parent controller", framewor
 			apps.ExpectOwner(pg.OwnerReferences, apps.OwnerWorkload(&w), false)
 			apps.ExpectPodsInGroup(ctx, f, apps.StatefulSet(set), apps.OwnerStatefulSet(set), &pg, 3)
 		})
+
+		ginkgo.It("does not delegate on the group-template-name annotation without a parent controller: own Workload and PodGroup, and an event",
+			framework.ID("S-U22"), func(ctx context.Context) {
+				set := parallel(f, "orphan", 2, "100m").Annotation(groupTemplateNameAnnotation, "members").Obj()
+				set = create(ctx, set, gang())
+				a := apps.StatefulSet(set)
+				apps.WaitForGang(ctx, f, a, 2, 2)
+				w := apps.TheWorkload(ctx, f, a)
+				apps.ExpectOwner(w.OwnerReferences, apps.OwnerStatefulSet(set), true)
+				pg := apps.ThePodGroup(ctx, f, &w)
+				apps.ExpectPodsInGroup(ctx, f, a, apps.OwnerStatefulSet(set), &pg, 2)
+				event := apps.WaitForWarning(ctx, f, a, "the annotation "+groupTemplateNameAnnotation+" without a parent controller ownerReference", nil)
+				logf("event %s: %s", event.Reason, event.Message)
+			})
+
+		ginkgo.DescribeTable("falls back with an event, and creates no Workload of its own, when the parent's Workload or template cannot be resolved",
+			framework.ID("S-U23"), func(ctx context.Context, parentWorkloads func(parent *corev1.ConfigMap) []*schedulingv1beta1.Workload) {
+				parent := createParent(ctx, f, "parent")
+				var existing []*schedulingv1beta1.Workload
+				for _, w := range parentWorkloads(parent) {
+					existing = append(existing, createWorkload(ctx, f, w))
+				}
+				set := parallel(f, "member", 2, "100m").
+					Annotation(groupTemplateNameAnnotation, "members").
+					OwnerReference(controllerRefTo(parent)).Obj()
+				set = create(ctx, set, gang())
+				a := apps.StatefulSet(set)
+				event := apps.WaitForWarning(ctx, f, a, "its parent's Workload or template cannot be resolved", nil)
+				logf("event %s: %s", event.Reason, event.Message)
+				expectNothingCreated(ctx, f, existing...)
+				for _, w := range existing {
+					expectWorkloadUntouched(ctx, f, w)
+				}
+			},
+			ginkgo.Entry("no Workload of the parent", func(*corev1.ConfigMap) []*schedulingv1beta1.Workload { return nil }),
+			ginkgo.Entry("two Workloads of the parent", func(parent *corev1.ConfigMap) []*schedulingv1beta1.Workload {
+				return []*schedulingv1beta1.Workload{parentWorkload(parent, "one", "members"), parentWorkload(parent, "two", "members")}
+			}),
+			ginkgo.Entry("the parent's Workload has no template of that name", func(parent *corev1.ConfigMap) []*schedulingv1beta1.Workload {
+				return []*schedulingv1beta1.Workload{parentWorkload(parent, "parent-workload", "others")}
+			}),
+		)
 	})
+
+// parentWorkload is a Workload of the parent ConfigMap with one gang template.
+func parentWorkload(parent *corev1.ConfigMap, name, template string) *schedulingv1beta1.Workload {
+	return builder.Workload(name, parent.Namespace).ControllerRef("", "ConfigMap", parent.Name).OwnerReference(controllerRefTo(parent)).
+		PodGroupTemplate(builder.PodGroupTemplate(template).Gang(2)).Obj()
+}
+
+// expectDelegatedMinCount asserts set's delegated PodGroup (stamped from the
+// parent Workload's template) carries minCount want. Called once the pods of
+// a scale are running: the PodGroup is synced before pods are created.
+func expectDelegatedMinCount(ctx context.Context, f *framework.Framework, set *appsv1.StatefulSet, parentWorkload string, want int32) {
+	ginkgo.GinkgoHelper()
+	pg := delegatedPodGroup(ctx, f, set, parentWorkload)
+	gomega.Expect(framework.PodGroupMinCount(&pg)).To(gomega.Equal(want), "the delegated PodGroup's minCount must be the parent template's %d", want)
+}
 
 // createParent creates a ConfigMap to stand for a parent controller's object
 // (an LWS, a JobSet): something a StatefulSet and a Workload can be owned by.
@@ -138,12 +216,6 @@ func createParent(ctx context.Context, f *framework.Framework, name string) *cor
 // controllerRefTo is a controller ownerReference to the parent.
 func controllerRefTo(cm *corev1.ConfigMap) metav1.OwnerReference {
 	return metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: cm.Name, UID: cm.UID, Controller: ptr.To(true)}
-}
-
-func createWorkload(ctx context.Context, f *framework.Framework, w *schedulingv1beta1.Workload) *schedulingv1beta1.Workload {
-	created, err := f.ClientSet.SchedulingV1beta1().Workloads(f.Namespace).Create(ctx, w, metav1.CreateOptions{})
-	gomega.ExpectWithOffset(1, err).NotTo(gomega.HaveOccurred(), "creating Workload %s", w.Name)
-	return created
 }
 
 // delegatedPodGroup waits until exactly one PodGroup references the parent
@@ -170,17 +242,6 @@ func expectNoOwnWorkload(ctx context.Context, f *framework.Framework, set *appsv
 		return apps.Names(apps.Workloads(ctx, f, apps.StatefulSet(set)))
 	}).WithTimeout(f.Timeouts.StaysUnbound).WithPolling(f.Timeouts.Poll).Should(gomega.BeEmpty(),
 		"a delegated StatefulSet must not have a Workload of its own")
-}
-
-// expectParentWorkloadUntouched asserts the StatefulSet controller neither
-// changed the parent's Workload nor took ownership of it.
-func expectParentWorkloadUntouched(ctx context.Context, f *framework.Framework, was *schedulingv1beta1.Workload) {
-	now, err := f.ClientSet.SchedulingV1beta1().Workloads(f.Namespace).Get(ctx, was.Name, metav1.GetOptions{})
-	gomega.ExpectWithOffset(1, err).NotTo(gomega.HaveOccurred())
-	gomega.ExpectWithOffset(1, now.UID).To(gomega.Equal(was.UID), "the parent Workload was recreated")
-	gomega.ExpectWithOffset(1, now.Spec).To(gomega.Equal(was.Spec), "the parent Workload's spec was changed")
-	gomega.ExpectWithOffset(1, now.OwnerReferences).To(gomega.Equal(was.OwnerReferences), "the parent Workload's ownerReferences were changed")
-	gomega.ExpectWithOffset(1, now.Annotations).NotTo(gomega.HaveKey(managedByAnnotation), "the parent Workload was marked as managed by the StatefulSet controller")
 }
 
 // requireCompositePodGroups skips, saying why, when the server does not serve

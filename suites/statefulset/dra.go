@@ -23,7 +23,7 @@ var _ = ginkgo.Describe("StatefulSets with PodGroup-level ResourceClaims", frame
 		f := framework.New("sts-dra")
 
 		ginkgo.It("generates one claim for the PodGroup from a template, reserved for the PodGroup, shared by pods added on scale-up",
-			framework.ID("S-I12", "S-I13", "S-I14", "S-E14"), func(ctx context.Context) {
+			framework.ID("S-I12", "S-I13", "S-I14", "S-E14", "S-U24"), func(ctx context.Context) {
 				framework.CreateResourceClaimTemplate(ctx, f, "gpu", 1)
 				cfg := draGang(draClaim("gpu", "", "gpu"))
 				set := create(ctx, draSet(f, "tmpl", 2, draClaim("gpu", "", "gpu")).Obj(), cfg)

@@ -10,9 +10,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/workload-aware/apps-harness/framework"
+	"github.com/workload-aware/apps-harness/framework/apps"
 	"github.com/workload-aware/apps-harness/framework/builder"
 )
 
@@ -102,4 +104,22 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// runningGang creates a Parallel gang StatefulSet of replicas pods of cpu
+// each and waits until they run, in one Workload and one PodGroup at minCount
+// replicas; it returns the StatefulSet, its App and that state.
+func runningGang(ctx context.Context, f *framework.Framework, name string, replicas int32, cpu string) (*appsv1.StatefulSet, apps.App, apps.State) {
+	ginkgo.GinkgoHelper()
+	set := create(ctx, parallel(f, name, replicas, cpu).Obj(), gang())
+	a := apps.StatefulSet(set)
+	apps.WaitForRunning(ctx, f, a, int(replicas))
+	return set, a, apps.WaitForMinCounts(ctx, f, a, replicas)
+}
+
+// objectsOf waits for a's one Workload and the one PodGroup that references it.
+func objectsOf(ctx context.Context, f *framework.Framework, a apps.App) (schedulingv1beta1.Workload, schedulingv1beta1.PodGroup) {
+	ginkgo.GinkgoHelper()
+	w := apps.TheWorkload(ctx, f, a)
+	return w, apps.ThePodGroup(ctx, f, &w)
 }

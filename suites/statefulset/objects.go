@@ -20,7 +20,7 @@ var _ = ginkgo.Describe("StatefulSet Workload and PodGroup", framework.KEP(6277)
 	framework.WithFeatureGate(framework.GenericWorkload, framework.WorkloadWithStatefulSet), func() {
 		f := framework.New("sts-objects")
 
-		ginkgo.It("creates the Workload, then the PodGroup, before any pod, and wires every pod to the PodGroup", framework.ID("S-I1"), func(ctx context.Context) {
+		ginkgo.It("creates the Workload, then the PodGroup, before any pod, and wires every pod to the PodGroup", framework.ID("S-I1", "S-U4", "S-U10"), func(ctx context.Context) {
 			rec := framework.RecordWrites(ctx, f.Namespace, framework.WorkloadsResource, framework.PodGroupsResource, framework.PodsResource)
 			set := create(ctx, parallel(f, "ordered", 3, "100m").Obj(), gang())
 			apps.WaitForRunning(ctx, f, apps.StatefulSet(set), 3)
@@ -54,6 +54,11 @@ var _ = ginkgo.Describe("StatefulSet Workload and PodGroup", framework.KEP(6277)
 			gomega.Expect(pg.Annotations).To(gomega.HaveKeyWithValue(managedByAnnotation, managedByStatefulSetController))
 			gomega.Expect(pg.Finalizers).To(gomega.ContainElement(podGroupProtectionFinalizer))
 
+			ginkgo.By("the ownerReferences to the StatefulSet, and the PodGroup's to its Workload, block the owner's deletion (the KEP's ownership model)")
+			apps.ExpectBlocksOwnerDeletion(w.OwnerReferences, apps.OwnerStatefulSet(set))
+			apps.ExpectBlocksOwnerDeletion(pg.OwnerReferences, apps.OwnerStatefulSet(set))
+			apps.ExpectBlocksOwnerDeletion(pg.OwnerReferences, apps.OwnerWorkload(&w))
+
 			ginkgo.By("every pod names the PodGroup and is owned by the StatefulSet (controller) and the PodGroup")
 			apps.ExpectPodsInGroup(ctx, f, apps.StatefulSet(set), apps.OwnerStatefulSet(set), &pg, 3)
 			stored, err := f.ClientSet.AppsV1().StatefulSets(f.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
@@ -61,7 +66,7 @@ var _ = ginkgo.Describe("StatefulSet Workload and PodGroup", framework.KEP(6277)
 			gomega.Expect(stored.Spec.Template.Spec.SchedulingGroup).To(gomega.BeNil(), "the StatefulSet's stored pod template must not change")
 		})
 
-		ginkgo.It("keeps the same PodGroup through a rolling update with partition 0; recreated pods keep its name", framework.ID("S-I6"), func(ctx context.Context) {
+		ginkgo.It("keeps the same PodGroup through a rolling update with partition 0; recreated pods keep its name", framework.ID("S-I6", "S-U9"), func(ctx context.Context) {
 			set := create(ctx, parallel(f, "rolling", 3, "100m").Partition(0).Obj(), gang())
 			apps.WaitForRunning(ctx, f, apps.StatefulSet(set), 3)
 			before := apps.WaitForMinCounts(ctx, f, apps.StatefulSet(set), 3)

@@ -5,7 +5,6 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/workload-aware/apps-harness/framework"
 	"github.com/workload-aware/apps-harness/framework/apps"
@@ -15,11 +14,8 @@ var _ = ginkgo.Describe("StatefulSet scaling", framework.KEP(6277),
 	framework.WithFeatureGate(framework.GenericWorkload, framework.WorkloadWithStatefulSet), func() {
 		f := framework.New("sts-scale")
 
-		ginkgo.It("updates the Workload template and the PodGroup minCount in place, and converges after an interrupted update", framework.ID("S-I5"), func(ctx context.Context) {
-			set := create(ctx, parallel(f, "inplace", 3, "100m").Obj(), gang())
-			a := apps.StatefulSet(set)
-			apps.WaitForRunning(ctx, f, a, 3)
-			before := apps.WaitForMinCounts(ctx, f, a, 3)
+		ginkgo.It("updates the Workload template and the PodGroup minCount in place, and converges after an interrupted update", framework.ID("S-I5", "S-U5"), func(ctx context.Context) {
+			set, a, before := runningGang(ctx, f, "inplace", 3, "100m")
 
 			ginkgo.By("scaling up to 5")
 			apps.Scale(ctx, f, a, 5)
@@ -32,8 +28,7 @@ var _ = ginkgo.Describe("StatefulSet scaling", framework.KEP(6277),
 			apps.WaitForRunning(ctx, f, a, 2)
 
 			ginkgo.By("scaling to 4 while every PodGroup update is denied: the update is interrupted after the Workload")
-			w := apps.TheWorkload(ctx, f, a)
-			pg := apps.ThePodGroup(ctx, f, &w)
+			_, pg := objectsOf(ctx, f, a)
 			denial := denyPodGroupUpdates(ctx, f, pg.Name)
 			apps.Scale(ctx, f, a, 4)
 			apps.WaitForState(ctx, f, a, "the Workload template at minCount 4 while the PodGroup update is denied", apps.MinCounts(4, 2))
@@ -49,12 +44,8 @@ var _ = ginkgo.Describe("StatefulSet scaling", framework.KEP(6277),
 		})
 
 		ginkgo.It("scales up in place: minCounts first, new pods join the existing PodGroup, old pods undisturbed", framework.ID("S-E4"), func(ctx context.Context) {
-			set := create(ctx, parallel(f, "grow", 3, "200m").Obj(), gang())
-			a := apps.StatefulSet(set)
-			apps.WaitForRunning(ctx, f, a, 3)
-			before := apps.WaitForMinCounts(ctx, f, a, 3)
-			w := apps.TheWorkload(ctx, f, a)
-			pg := apps.ThePodGroup(ctx, f, &w)
+			set, a, before := runningGang(ctx, f, "grow", 3, "200m")
+			_, pg := objectsOf(ctx, f, a)
 
 			h := framework.RecordWrites(ctx, f.Namespace, framework.WorkloadsResource, framework.PodGroupsResource, framework.PodsResource)
 			apps.Scale(ctx, f, a, 5)
@@ -74,11 +65,8 @@ var _ = ginkgo.Describe("StatefulSet scaling", framework.KEP(6277),
 			logf("scale-up writes in revision order:\n%s", h)
 		})
 
-		ginkgo.It("scales down: both minCounts are lowered before any pod is deleted, and deletion waits for a denied update to succeed", framework.ID("S-E5"), func(ctx context.Context) {
-			set := create(ctx, parallel(f, "shrink", 5, "100m").Obj(), gang())
-			a := apps.StatefulSet(set)
-			apps.WaitForRunning(ctx, f, a, 5)
-			before := apps.WaitForMinCounts(ctx, f, a, 5)
+		ginkgo.It("scales down: both minCounts are lowered before any pod is deleted, and deletion waits while either update is denied", framework.ID("S-E5", "S-U6"), func(ctx context.Context) {
+			set, a, before := runningGang(ctx, f, "shrink", 5, "100m")
 
 			ginkgo.By("scaling down to 3")
 			h := framework.RecordWrites(ctx, f.Namespace, framework.WorkloadsResource, framework.PodGroupsResource, framework.PodsResource)
@@ -92,20 +80,32 @@ var _ = ginkgo.Describe("StatefulSet scaling", framework.KEP(6277),
 			gomega.Expect(wl.Revision).To(gomega.BeNumerically("<", g.Revision), "the PodGroup was lowered before the Workload template:\n%s", h)
 			gomega.Expect(g.Revision).To(gomega.BeNumerically("<", del.Revision), "pod %s was deleted before both minCounts were lowered:\n%s", del.Name, h)
 			h.Stop()
+			w, pg := objectsOf(ctx, f, a)
 
-			ginkgo.By("scaling down to 1 while every PodGroup update is denied: no pod may be deleted")
+			ginkgo.By("scaling down to 2 while every Workload update is denied: neither minCount moves and no pod is deleted")
 			remaining := apps.Read(ctx, f, a)
-			w := apps.TheWorkload(ctx, f, a)
-			pg := apps.ThePodGroup(ctx, f, &w)
-			denial := denyPodGroupUpdates(ctx, f, pg.Name)
-			apps.Scale(ctx, f, a, 1)
-			logf("denied: %s", apps.WaitForState(ctx, f, a, "the Workload template at minCount 1 while the PodGroup update is denied", apps.MinCounts(1, 3)))
-			apps.KeepsState(ctx, f, a, "3 live pods and the PodGroup at minCount 3: no pod may be deleted while the PodGroup keeps minCount 3",
-				gomega.SatisfyAll(apps.MinCounts(1, 3), gomega.HaveField("Pods", gomega.HaveLen(3)), gomega.HaveField("Terminating", gomega.BeEmpty())))
+			denial := denyWorkloadUpdates(ctx, f, w.Name)
+			apps.Scale(ctx, f, a, 2)
+			apps.WaitForObserved(ctx, f, a)
+			apps.KeepsState(ctx, f, a, "3 live pods and both minCounts at 3: the Workload template is lowered first, and deletion waits for both",
+				gomega.SatisfyAll(apps.MinCounts(3, 3), gomega.HaveField("Pods", gomega.HaveLen(3)), gomega.HaveField("Terminating", gomega.BeEmpty())))
 			apps.ExpectPodsUndisturbed(apps.Read(ctx, f, a), remaining)
-			logf("after %s of denial every pod is still in place: %s", f.Timeouts.StaysUnbound, apps.Read(ctx, f, a))
+			ginkgo.By("lifting the denial: minCount 2, then the deletion")
+			denial.lift(ctx)
+			apps.ExpectSameObjects(apps.WaitForMinCounts(ctx, f, a, 2), before)
+			apps.WaitForRunning(ctx, f, a, 2)
+			apps.ExpectPodsUndisturbed(apps.Read(ctx, f, a), remaining.WithPods(podName(set, 0), podName(set, 1)))
 
-			ginkgo.By("lifting the denial: minCount 1, then the deletions")
+			ginkgo.By("scaling down to 1 while every PodGroup update is denied: the Workload template moves, no pod is deleted")
+			remaining = apps.Read(ctx, f, a)
+			denial = denyPodGroupUpdates(ctx, f, pg.Name)
+			apps.Scale(ctx, f, a, 1)
+			logf("denied: %s", apps.WaitForState(ctx, f, a, "the Workload template at minCount 1 while the PodGroup update is denied", apps.MinCounts(1, 2)))
+			apps.KeepsState(ctx, f, a, "2 live pods and the PodGroup at minCount 2: no pod may be deleted while the PodGroup keeps minCount 2",
+				gomega.SatisfyAll(apps.MinCounts(1, 2), gomega.HaveField("Pods", gomega.HaveLen(2)), gomega.HaveField("Terminating", gomega.BeEmpty())))
+			apps.ExpectPodsUndisturbed(apps.Read(ctx, f, a), remaining)
+
+			ginkgo.By("lifting the denial: minCount 1, then the deletion")
 			denial.lift(ctx)
 			apps.ExpectSameObjects(apps.WaitForMinCounts(ctx, f, a, 1), before)
 			apps.WaitForRunning(ctx, f, a, 1)
@@ -113,13 +113,9 @@ var _ = ginkgo.Describe("StatefulSet scaling", framework.KEP(6277),
 			logf("converged: %s", apps.Read(ctx, f, a))
 		})
 
-		ginkgo.It("scales to zero and back on the same PodGroup, kept at minCount 1 meanwhile", framework.ID("S-E6"), func(ctx context.Context) {
-			set := create(ctx, parallel(f, "zero", 3, "200m").Obj(), gang())
-			a := apps.StatefulSet(set)
-			apps.WaitForRunning(ctx, f, a, 3)
-			before := apps.WaitForMinCounts(ctx, f, a, 3)
-			w := apps.TheWorkload(ctx, f, a)
-			pg := apps.ThePodGroup(ctx, f, &w)
+		ginkgo.It("scales to zero and back on the same PodGroup, kept at minCount 1 meanwhile and never written back to spec.scheduling", framework.ID("S-E6", "S-U7", "S-U8"), func(ctx context.Context) {
+			set, a, before := runningGang(ctx, f, "zero", 3, "200m")
+			_, pg := objectsOf(ctx, f, a)
 
 			ginkgo.By("scaling to zero: pods go, the Workload and the PodGroup stay at minCount 1")
 			h := framework.RecordWrites(ctx, f.Namespace, framework.WorkloadsResource, framework.PodGroupsResource, framework.PodsResource)
@@ -133,18 +129,27 @@ var _ = ginkgo.Describe("StatefulSet scaling", framework.KEP(6277),
 			gomega.Expect(wl.Revision).To(gomega.BeNumerically("<", g.Revision), "the PodGroup was lowered before the Workload template:\n%s", h)
 			gomega.Expect(g.Revision).To(gomega.BeNumerically("<", del.Revision), "pod %s was deleted before both minCounts were 1:\n%s", del.Name, h)
 			h.Stop()
+			for _, c := range h.Sorted() {
+				if c.Resource == "workloads" || c.Resource == "podgroups" {
+					gomega.Expect(c.MinCount).NotTo(gomega.BeZero(), "S-U7: minCount 0 was written:\n%s", h)
+					gomega.Expect(c.Terminating).To(gomega.BeFalse(), "S-U7: the Workload or the PodGroup was deleted at zero replicas:\n%s", h)
+				}
+			}
 
-			ginkgo.By("scaling back to 3: the gang re-forms on the same PodGroup")
+			ginkgo.By("S-U8: the derived minCount is never written back to spec.scheduling")
+			stored := storedIntent(ctx, f, set)
+			gomega.Expect(stored).NotTo(gomega.BeNil())
+			gomega.Expect(stored.SchedulingPolicy).NotTo(gomega.BeNil())
+			gomega.Expect(stored.SchedulingPolicy.Gang).NotTo(gomega.BeNil())
+			gomega.Expect(stored.SchedulingPolicy.Gang.MinCount).To(gomega.BeNil(), "spec.scheduling.schedulingPolicy.gang.minCount was written")
+
+			ginkgo.By("scaling back to 3: the gang re-forms, with new pods, on the same PodGroup")
 			apps.Scale(ctx, f, a, 3)
-			apps.WaitForRunning(ctx, f, a, 3)
-			apps.ExpectSameObjects(apps.WaitForMinCounts(ctx, f, a, 3), before)
+			after := apps.WaitForGang(ctx, f, a, 3, 3)
+			apps.ExpectSameObjects(after, before)
+			for name, uid := range after.PodUIDs() {
+				gomega.Expect(before.PodUIDs()).NotTo(gomega.ContainElement(uid), "pod %s survived the scale to zero", name)
+			}
 			apps.ExpectPodsInGroup(ctx, f, a, apps.OwnerStatefulSet(set), &pg, 3)
-			got, err := f.ClientSet.SchedulingV1beta1().PodGroups(f.Namespace).Get(ctx, pg.Name, metav1.GetOptions{})
-			gomega.Expect(err).NotTo(gomega.HaveOccurred())
-			gomega.Expect(got.UID).To(gomega.Equal(pg.UID))
-			framework.WaitForPodGroupCondition(ctx, framework.PodGroupConditionInput{
-				ClientSet: f.ClientSet, Namespace: f.Namespace, Name: pg.Name,
-				Type: framework.PodGroupInitiallyScheduled, Status: metav1.ConditionTrue,
-			})
 		})
 	})

@@ -1,0 +1,234 @@
+package statefulset
+
+import (
+	"context"
+	"slices"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/workload-aware/apps-harness/framework"
+	"github.com/workload-aware/apps-harness/framework/apps"
+	"github.com/workload-aware/apps-harness/framework/builder"
+)
+
+// What the KEP says the controller must leave alone, checked from the API.
+
+// userWorkload is a Workload a user, not the StatefulSet controller, creates
+// for StatefulSet setName: spec.controllerRef names it (that is how it is
+// discovered), one template of gang minCount, no ownerReference and no
+// managed-by annotation.
+func userWorkload(f *framework.Framework, name, setName, template string, minCount int32) *schedulingv1beta1.Workload {
+	return builder.Workload(name, f.Namespace).ControllerRef(appsv1.GroupName, "StatefulSet", setName).
+		PodGroupTemplate(builder.PodGroupTemplate(template).Gang(minCount)).Obj()
+}
+
+// createWorkload creates w and fails the spec on error.
+func createWorkload(ctx context.Context, f *framework.Framework, w *schedulingv1beta1.Workload) *schedulingv1beta1.Workload {
+	ginkgo.GinkgoHelper()
+	created, err := f.ClientSet.SchedulingV1beta1().Workloads(f.Namespace).Create(ctx, w, metav1.CreateOptions{})
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "creating Workload %s", w.Name)
+	return created
+}
+
+// createPodGroup creates pg and fails the spec on error.
+func createPodGroup(ctx context.Context, f *framework.Framework, pg *schedulingv1beta1.PodGroup) *schedulingv1beta1.PodGroup {
+	ginkgo.GinkgoHelper()
+	created, err := f.ClientSet.SchedulingV1beta1().PodGroups(f.Namespace).Create(ctx, pg, metav1.CreateOptions{})
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "creating PodGroup %s", pg.Name)
+	return created
+}
+
+// kept is what must stay the same of an object the controller may not
+// write: identity, ownership, annotations, labels, finalizers and spec.
+type kept struct {
+	UID                 types.UID
+	Generation          int64
+	OwnerReferences     []metav1.OwnerReference
+	Annotations, Labels map[string]string
+	Finalizers          []string
+	Spec                any
+	ResourceVersion     string
+}
+
+// expectWorkloadUntouched asserts nobody wrote was since it was read. A
+// Workload has no status, so its resourceVersion must not have moved either.
+func expectWorkloadUntouched(ctx context.Context, f *framework.Framework, was *schedulingv1beta1.Workload) {
+	ginkgo.GinkgoHelper()
+	now, err := f.ClientSet.SchedulingV1beta1().Workloads(f.Namespace).Get(ctx, was.Name, metav1.GetOptions{})
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "Workload %s is gone", was.Name)
+	keep := func(w *schedulingv1beta1.Workload) kept {
+		return kept{w.UID, w.Generation, w.OwnerReferences, w.Annotations, w.Labels, w.Finalizers, w.Spec, w.ResourceVersion}
+	}
+	gomega.Expect(keep(now)).To(gomega.Equal(keep(was)), "Workload %s was written", was.Name)
+}
+
+// expectPodGroupUntouched asserts nobody but the scheduler wrote was since it
+// was read. Its resourceVersion is not compared: the scheduler writes the
+// PodGroup's status.
+func expectPodGroupUntouched(ctx context.Context, f *framework.Framework, was *schedulingv1beta1.PodGroup) {
+	ginkgo.GinkgoHelper()
+	now, err := f.ClientSet.SchedulingV1beta1().PodGroups(f.Namespace).Get(ctx, was.Name, metav1.GetOptions{})
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "PodGroup %s is gone", was.Name)
+	keep := func(pg *schedulingv1beta1.PodGroup) kept {
+		return kept{pg.UID, pg.Generation, pg.OwnerReferences, pg.Annotations, pg.Labels, pg.Finalizers, pg.Spec, ""}
+	}
+	gomega.Expect(keep(now)).To(gomega.Equal(keep(was)), "PodGroup %s was written", was.Name)
+}
+
+// storedIntent reads set's stored spec.scheduling through the intent seam
+// (which has no read for StatefulSets: an update that changes nothing is a
+// no-op for the apiserver).
+func storedIntent(ctx context.Context, f *framework.Framework, set *appsv1.StatefulSet) *framework.StatefulSetScheduling {
+	ginkgo.GinkgoHelper()
+	var stored *framework.StatefulSetScheduling
+	_, err := framework.Intent.UpdateStatefulSet(ctx, f.Namespace, set.Name, func(_ *appsv1.StatefulSet, cfg **framework.StatefulSetScheduling) {
+		stored = *cfg
+	})
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "reading the stored spec.scheduling of %s", set.Name)
+	return stored
+}
+
+// setTemplateMinCount is the user raising or lowering the gang minCount of
+// the sole template of their Workload name; it returns what was stored.
+func setTemplateMinCount(ctx context.Context, f *framework.Framework, name string, minCount int32) *schedulingv1beta1.Workload {
+	ginkgo.GinkgoHelper()
+	var stored *schedulingv1beta1.Workload
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		w, err := f.ClientSet.SchedulingV1beta1().Workloads(f.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		w.Spec.PodGroupTemplates[0].SchedulingPolicy.Gang.MinCount = minCount
+		stored, err = f.ClientSet.SchedulingV1beta1().Workloads(f.Namespace).Update(ctx, w, metav1.UpdateOptions{})
+		return err
+	})
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "setting the template minCount of Workload %s to %d", name, minCount)
+	return stored
+}
+
+// expectNoOtherWorkload asserts w is the namespace's only Workload.
+func expectNoOtherWorkload(ctx context.Context, f *framework.Framework, w *schedulingv1beta1.Workload) {
+	ginkgo.GinkgoHelper()
+	list, err := f.ClientSet.SchedulingV1beta1().Workloads(f.Namespace).List(ctx, metav1.ListOptions{})
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	gomega.Expect(list.Items).To(gomega.ConsistOf(gomega.HaveField("UID", w.UID)), "Workloads of the namespace: %v", apps.Names(list.Items))
+}
+
+// expectNothingCreated asserts, for the stays-unbound period, that the
+// namespace holds exactly the given Workloads and no PodGroup.
+func expectNothingCreated(ctx context.Context, f *framework.Framework, workloads ...*schedulingv1beta1.Workload) {
+	ginkgo.GinkgoHelper()
+	var want []string
+	for _, w := range workloads {
+		want = append(want, w.Name+"/"+string(w.UID))
+	}
+	gomega.Consistently(ctx, func(ctx context.Context) (map[string][]string, error) {
+		ws, err := f.ClientSet.SchedulingV1beta1().Workloads(f.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		got := map[string][]string{"workloads": {}, "podgroups": apps.Names(apps.ListPodGroups(ctx, f))}
+		for _, w := range ws.Items {
+			got["workloads"] = append(got["workloads"], w.Name+"/"+string(w.UID))
+		}
+		return got, nil
+	}).WithTimeout(f.Timeouts.StaysUnbound).WithPolling(f.Timeouts.Poll).Should(gomega.SatisfyAll(
+		gomega.HaveKeyWithValue("workloads", gomega.ConsistOf(want)), gomega.HaveKeyWithValue("podgroups", gomega.BeEmpty())),
+		"nothing may be created: the namespace must keep exactly the user's Workloads and no PodGroup")
+}
+
+// deleteStatefulSet deletes set (background propagation, the default of
+// kubectl) and waits until it is gone, garbage collection has unlinked or
+// deleted every pod it owned, and the given PodGroups are gone. With podsGone
+// its pods must be gone too; without, pods that another owner keeps (a user's
+// PodGroup) may stay, owned by it alone.
+func deleteStatefulSet(ctx context.Context, f *framework.Framework, set *appsv1.StatefulSet, podsGone bool, podGroups ...*schedulingv1beta1.PodGroup) []string {
+	ginkgo.GinkgoHelper()
+	gomega.Expect(f.ClientSet.AppsV1().StatefulSets(f.Namespace).Delete(ctx, set.Name, metav1.DeleteOptions{})).To(gomega.Succeed())
+	var kept []string
+	gomega.Eventually(ctx, func(ctx context.Context) []string {
+		var left []string
+		kept = nil
+		if _, err := f.ClientSet.AppsV1().StatefulSets(f.Namespace).Get(ctx, set.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			left = append(left, "statefulset/"+set.Name)
+		}
+		for _, pg := range podGroups {
+			if _, err := f.ClientSet.SchedulingV1beta1().PodGroups(f.Namespace).Get(ctx, pg.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				left = append(left, "podgroup/"+pg.Name)
+			}
+		}
+		pods, _ := framework.ListPods(ctx, apps.Pods(f, apps.StatefulSet(set)))
+		for _, p := range pods {
+			if podsGone || slices.ContainsFunc(p.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == set.UID }) {
+				left = append(left, "pod/"+p.Name)
+			} else {
+				kept = append(kept, p.Name)
+			}
+		}
+		return left
+	}).WithTimeout(f.Timeouts.Cleanup).WithPolling(f.Timeouts.Poll).Should(gomega.BeEmpty(), "waiting for StatefulSet %s to be deleted and garbage-collected", set.Name)
+	return kept
+}
+
+// deleteObjects deletes a PodGroup and then its Workload, and waits until
+// both are gone (the PodGroup's protection finalizer goes once no live pod
+// names it).
+func deleteObjects(ctx context.Context, f *framework.Framework, w *schedulingv1beta1.Workload, pg *schedulingv1beta1.PodGroup) {
+	ginkgo.GinkgoHelper()
+	sched := f.ClientSet.SchedulingV1beta1()
+	gomega.Expect(sched.PodGroups(f.Namespace).Delete(ctx, pg.Name, metav1.DeleteOptions{})).To(gomega.Succeed())
+	gomega.Expect(sched.Workloads(f.Namespace).Delete(ctx, w.Name, metav1.DeleteOptions{})).To(gomega.Succeed())
+	gomega.Eventually(ctx, func(ctx context.Context) []string {
+		var left []string
+		if _, err := sched.PodGroups(f.Namespace).Get(ctx, pg.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			left = append(left, "podgroup/"+pg.Name)
+		}
+		if _, err := sched.Workloads(f.Namespace).Get(ctx, w.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			left = append(left, "workload/"+w.Name)
+		}
+		return left
+	}).WithTimeout(f.Timeouts.Cleanup).WithPolling(f.Timeouts.Poll).Should(gomega.BeEmpty(), "waiting for Workload %s and PodGroup %s to be deleted", w.Name, pg.Name)
+}
+
+// podsNaming lists a's pods whose spec.schedulingGroup names podGroup.
+func podsNaming(ctx context.Context, f *framework.Framework, a apps.App, podGroup string) []string {
+	var out []string
+	for _, p := range apps.Read(ctx, f, a).Pods {
+		if p.Group == podGroup {
+			out = append(out, p.Name)
+		}
+	}
+	return out
+}
+
+// awaitReaction waits until the controller has acted on a change of a: either
+// it made pods pods, or it raised a Warning event not in before.
+func awaitReaction(ctx context.Context, f *framework.Framework, a apps.App, pods int, before []corev1.Event) {
+	ginkgo.GinkgoHelper()
+	seen := map[string]int32{}
+	for _, e := range before {
+		seen[e.Name] = e.Count
+	}
+	gomega.Eventually(ctx, func(ctx context.Context) (string, error) {
+		s := apps.Read(ctx, f, a)
+		if len(s.Pods) == pods {
+			return "pods made: " + s.String(), nil
+		}
+		events, err := apps.Events(ctx, f, a)
+		for _, e := range events {
+			if count, ok := seen[e.Name]; e.Type == corev1.EventTypeWarning && (!ok || e.Count > count) {
+				return "warning " + e.Reason + ": " + e.Message, err
+			}
+		}
+		return "", err
+	}).WithTimeout(f.Timeouts.PodsBound).WithPolling(f.Timeouts.Poll).ShouldNot(gomega.BeEmpty(),
+		"waiting for the controller to act on %s: %d pods, or a Warning event", a, pods)
+}
