@@ -121,3 +121,26 @@ func TestOwnerGoingAway(t *testing.T) {
 		}
 	})
 }
+
+// TestOrphanedPodGroupNotAdopted: a Deployment deleted with orphaning and
+// recreated with the same pod template gets the orphaned ReplicaSet back
+// (upstream adoption), and with it a PodGroup of that ReplicaSet's name that
+// references the old Deployment's Workload. It must be neither used nor
+// changed (KEP-6276).
+func TestOrphanedPodGroupNotAdopted(t *testing.T) {
+	e := ktNewEnv(t, ktEnvOptions{})
+	d, w, rs := ktGangSetup(t, e)
+	orphan, err := BuildPodGroup(w, rs, PodGroupName(d.Name, rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphan.Spec.WorkloadRef.WorkloadName = "web-of-the-deleted-deployment"
+	e.Seed(orphan)
+	e.Client.ClearActions()
+	if pg, err := e.r.EnsurePodGroup(e.Ctx, rs); err == nil {
+		t.Fatalf("EnsurePodGroup used PodGroup %s of another Workload", pg.Name)
+	}
+	if got := e.Writes(); len(got) != 0 {
+		t.Fatalf("writes to an orphaned PodGroup: %v", got)
+	}
+}

@@ -265,6 +265,9 @@ func (r *Reconciler) EnsurePodGroup(ctx context.Context, rs *appsv1.ReplicaSet) 
 			r.recorder.Eventf(d, corev1.EventTypeWarning, events.PodGroupNameCollision, "PodGroup %s exists but is not controlled by ReplicaSet %s", name, rs.Name)
 			return nil, fmt.Errorf("podgroup %s/%s is not controlled by replicaset %s", rs.Namespace, name, rs.Name)
 		}
+		if err := r.ofWorkload(d, existing, w); err != nil {
+			return nil, err
+		}
 		want := TemplateMinCount(w)
 		// A Deployment going to zero replicas has set its Workload to the
 		// zero-replica minCount; this PodGroup is about to be deleted, so it
@@ -303,6 +306,8 @@ func (r *Reconciler) EnsurePodGroup(ctx context.Context, rs *appsv1.ReplicaSet) 
 			err = fmt.Errorf("podgroup %s/%s is not controlled by replicaset %s", rs.Namespace, name, rs.Name)
 		case created.DeletionTimestamp != nil:
 			err = fmt.Errorf("podgroup %s/%s is still being deleted; waiting to recreate it", rs.Namespace, name)
+		default:
+			err = r.ofWorkload(d, created, w)
 		}
 	} else if err != nil {
 		r.recorder.Eventf(d, corev1.EventTypeWarning, events.WorkloadCreationFailed, "Error creating PodGroup %s: %v", name, err)
@@ -315,6 +320,22 @@ func (r *Reconciler) EnsurePodGroup(ctx context.Context, rs *appsv1.ReplicaSet) 
 	}
 	r.podGroupWrites.Store(key, created)
 	return created, nil
+}
+
+// ofWorkload refuses a PodGroup of the ReplicaSet that references another
+// Workload than the Deployment's own. That happens when a Deployment deleted
+// with orphaning is recreated under its name with the same pod template:
+// upstream adopts the orphaned ReplicaSet, whose PodGroup still belongs to
+// the old Deployment's Workload. KEP-6276: the new Deployment must not adopt
+// it, so it is neither used nor changed, and the pods wait (with an event)
+// rather than join it.
+func (r *Reconciler) ofWorkload(d *appsv1.Deployment, pg *schedulingv1beta1.PodGroup, w *schedulingv1beta1.Workload) error {
+	if ref := pg.Spec.WorkloadRef; ref != nil && ref.WorkloadName == w.Name {
+		return nil
+	}
+	r.recorder.Eventf(d, corev1.EventTypeWarning, events.PodGroupNameCollision,
+		"PodGroup %s references another Workload than this Deployment's %s (left by a Deployment deleted with orphaning?); not using or changing it", pg.Name, w.Name)
+	return fmt.Errorf("podgroup %s/%s does not reference workload %s of deployment %s", pg.Namespace, pg.Name, w.Name, d.Name)
 }
 
 // cachedPodGroup returns the freshest PodGroup known: the informer's, or one
