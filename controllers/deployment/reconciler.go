@@ -258,33 +258,7 @@ func (r *Reconciler) EnsurePodGroup(ctx context.Context, rs *appsv1.ReplicaSet) 
 		return nil, fmt.Errorf("workload %s/%s is not controlled by deployment %s", w.Namespace, w.Name, d.Name)
 	}
 	if existing != nil {
-		if existing.DeletionTimestamp != nil {
-			return nil, fmt.Errorf("podgroup %s/%s is still being deleted; waiting to recreate it", rs.Namespace, name)
-		}
-		if !metav1.IsControlledBy(existing, rs) {
-			r.recorder.Eventf(d, corev1.EventTypeWarning, events.PodGroupNameCollision, "PodGroup %s exists but is not controlled by ReplicaSet %s", name, rs.Name)
-			return nil, fmt.Errorf("podgroup %s/%s is not controlled by replicaset %s", rs.Namespace, name, rs.Name)
-		}
-		if err := r.ofWorkload(d, existing, w); err != nil {
-			return nil, err
-		}
-		want := TemplateMinCount(w)
-		// A Deployment going to zero replicas has set its Workload to the
-		// zero-replica minCount; this PodGroup is about to be deleted, so it
-		// is not worth a write.
-		goingToZero := ptr.Deref(d.Spec.Replicas, 1) == 0
-		if g := existing.Spec.SchedulingPolicy.Gang; want != nil && g != nil && g.MinCount != *want && !goingToZero {
-			if err := r.replicaSetLive(ctx, d, rs); err != nil {
-				return nil, err
-			}
-			updated := existing.DeepCopy()
-			updated.Spec.SchedulingPolicy.Gang.MinCount = *want
-			if existing, err = client.Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
-				return nil, err
-			}
-			r.podGroupWrites.Store(key, existing)
-		}
-		return existing, nil
+		return r.reconcilePodGroup(ctx, d, rs, w, existing)
 	}
 
 	desired, err := BuildPodGroup(w, rs, name, r.gates.DRAWorkloadResourceClaims())
@@ -320,6 +294,42 @@ func (r *Reconciler) EnsurePodGroup(ctx context.Context, rs *appsv1.ReplicaSet) 
 	}
 	r.podGroupWrites.Store(key, created)
 	return created, nil
+}
+
+// reconcilePodGroup checks that the ReplicaSet's existing PodGroup is its own
+// and of the Deployment's Workload, and brings its gang minCount to the
+// Workload template's.
+func (r *Reconciler) reconcilePodGroup(ctx context.Context, d *appsv1.Deployment, rs *appsv1.ReplicaSet, w *schedulingv1beta1.Workload, existing *schedulingv1beta1.PodGroup) (*schedulingv1beta1.PodGroup, error) {
+	name, key := existing.Name, types.NamespacedName{Namespace: existing.Namespace, Name: existing.Name}
+	if existing.DeletionTimestamp != nil {
+		return nil, fmt.Errorf("podgroup %s/%s is still being deleted; waiting to recreate it", rs.Namespace, name)
+	}
+	if !metav1.IsControlledBy(existing, rs) {
+		r.recorder.Eventf(d, corev1.EventTypeWarning, events.PodGroupNameCollision, "PodGroup %s exists but is not controlled by ReplicaSet %s", name, rs.Name)
+		return nil, fmt.Errorf("podgroup %s/%s is not controlled by replicaset %s", rs.Namespace, name, rs.Name)
+	}
+	if err := r.ofWorkload(d, existing, w); err != nil {
+		return nil, err
+	}
+	want := TemplateMinCount(w)
+	// A Deployment going to zero replicas has set its Workload to the
+	// zero-replica minCount; this PodGroup is about to be deleted, so it
+	// is not worth a write.
+	goingToZero := ptr.Deref(d.Spec.Replicas, 1) == 0
+	if g := existing.Spec.SchedulingPolicy.Gang; want != nil && g != nil && g.MinCount != *want && !goingToZero {
+		if err := r.replicaSetLive(ctx, d, rs); err != nil {
+			return nil, err
+		}
+		updated := existing.DeepCopy()
+		updated.Spec.SchedulingPolicy.Gang.MinCount = *want
+		updated, err := r.replicaSetClient.SchedulingV1beta1().PodGroups(rs.Namespace).Update(ctx, updated, metav1.UpdateOptions{})
+		if err != nil {
+			return nil, err
+		}
+		r.podGroupWrites.Store(key, updated)
+		return updated, nil
+	}
+	return existing, nil
 }
 
 // ofWorkload refuses a PodGroup of the ReplicaSet that references another
