@@ -300,7 +300,7 @@ func render(w io.Writer, base Baseline, rows []Row) {
 	case base.Verdict == Survived && len(base.AlsoOnReference) == 0:
 		fmt.Fprintf(w, "Baseline (the unmutated reference): every spec passed.\n\n")
 	case base.Verdict == Killed:
-		fmt.Fprintf(w, "!!! Baseline (the unmutated reference): %d specs FAILED; they kill no variant:\n", len(base.Failed))
+		fmt.Fprintf(w, "!!! Baseline (the unmutated reference): %d spec(s) FAILED; they kill no variant:\n", len(base.Failed))
 		for _, s := range base.Failed {
 			fmt.Fprintf(w, "!!!   %s\n", s)
 		}
@@ -327,7 +327,7 @@ func render(w io.Writer, base Baseline, rows []Row) {
 			}
 		}
 		if len(r.AlsoOnReference) > 0 {
-			specs += fmt.Sprintf(" (and %d that fail on the reference too)", len(r.AlsoOnReference))
+			specs += fmt.Sprintf(" (and %d failing on the reference too)", len(r.AlsoOnReference))
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", r.Name, cell(r.Area), verdict, cell(specs))
 	}
