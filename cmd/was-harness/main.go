@@ -107,44 +107,8 @@ func clusterCmd(verb string, args []string) error {
 	default:
 		return usage()
 	}
-	cfg := localcluster.DefaultConfig(*outputDir, *kubeVersion, *dir)
-	if *addon != "" {
-		binDir := *addonBinDir
-		if binDir == "" {
-			binDir = filepath.Join(*outputDir, "bin")
-		}
-		a, err := localcluster.LoadImplementation(*addon, binDir)
-		if err != nil {
-			return err
-		}
-		cfg.Addons = append(cfg.Addons, a)
-	}
-	cfg.Detach = true
-	cfg.ReadyTimeout = *timeout
-	cfg.Logf = func(format string, args ...any) { fmt.Printf("[cluster] "+format+"\n", args...) }
-	if err := parseGates(*gates, cfg.FeatureGates); err != nil {
-		return err
-	}
-	for _, o := range []struct {
-		v   int
-		dst *int
-	}{{*zones, &cfg.Nodes.Zones}, {*racks, &cfg.Nodes.RacksPerZone}, {*nodes, &cfg.Nodes.NodesPerRack}} {
-		if o.v > 0 {
-			*o.dst = o.v
-		}
-	}
-	c, err := localcluster.New(cfg)
-	if err != nil {
-		return err
-	}
-	// Ctrl-C during start-up stops what has started (Start cleans up on error).
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer cancel()
-	if err := c.Start(ctx); err != nil {
-		return err
-	}
-	fmt.Printf("\nThe cluster runs in the background. Use it with:\n  export KUBECONFIG=%s\n  kubectl get nodes\nStop it with: make cluster-down (or was-harness cluster down --dir %s)\n", c.KubeconfigPath(), *dir)
-	return nil
+	return clusterUp(upOptions{dir: *dir, outputDir: *outputDir, kubeVersion: *kubeVersion, addon: *addon, addonBinDir: *addonBinDir,
+		gates: *gates, zones: *zones, racksPerZone: *racks, nodesPerRack: *nodes, timeout: *timeout})
 }
 
 // restartCmd reconfigures one component of a running `cluster up` cluster:
@@ -213,4 +177,54 @@ func envOr(key, def string) string {
 		return v
 	}
 	return def
+}
+
+// upOptions are the flags of `cluster up`.
+type upOptions struct {
+	dir, outputDir, kubeVersion, addon, addonBinDir, gates string
+	zones, racksPerZone, nodesPerRack                      int
+	timeout                                                time.Duration
+}
+
+// clusterUp starts a detached local cluster, with the implementation add-on
+// if one is named, and prints how to use and stop it.
+func clusterUp(o upOptions) error {
+	cfg := localcluster.DefaultConfig(o.outputDir, o.kubeVersion, o.dir)
+	if o.addon != "" {
+		binDir := o.addonBinDir
+		if binDir == "" {
+			binDir = filepath.Join(o.outputDir, "bin")
+		}
+		a, err := localcluster.LoadImplementation(o.addon, binDir)
+		if err != nil {
+			return err
+		}
+		cfg.Addons = append(cfg.Addons, a)
+	}
+	cfg.Detach = true
+	cfg.ReadyTimeout = o.timeout
+	cfg.Logf = func(format string, args ...any) { fmt.Printf("[cluster] "+format+"\n", args...) }
+	if err := parseGates(o.gates, cfg.FeatureGates); err != nil {
+		return err
+	}
+	for _, o := range []struct {
+		v   int
+		dst *int
+	}{{o.zones, &cfg.Nodes.Zones}, {o.racksPerZone, &cfg.Nodes.RacksPerZone}, {o.nodesPerRack, &cfg.Nodes.NodesPerRack}} {
+		if o.v > 0 {
+			*o.dst = o.v
+		}
+	}
+	c, err := localcluster.New(cfg)
+	if err != nil {
+		return err
+	}
+	// Ctrl-C during start-up stops what has started (Start cleans up on error).
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	if err := c.Start(ctx); err != nil {
+		return err
+	}
+	fmt.Printf("\nThe cluster runs in the background. Use it with:\n  export KUBECONFIG=%s\n  kubectl get nodes\nStop it with: make cluster-down (or was-harness cluster down --dir %s)\n", c.KubeconfigPath(), o.dir)
+	return nil
 }

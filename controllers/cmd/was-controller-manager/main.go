@@ -31,6 +31,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
+	appsinformers "k8s.io/client-go/informers/apps/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	v1core "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -150,13 +152,7 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
-	if err != nil {
-		return fmt.Errorf("--kubeconfig: %w", err)
-	}
-	cfg.QPS, cfg.Burst = 50, 100
-	cfg.Wrap(tagUserAgent(identity))
-	root, err := kubernetes.NewForConfig(cfg)
+	cfg, root, err := clients(o, identity)
 	if err != nil {
 		return err
 	}
@@ -174,62 +170,13 @@ func run(ctx context.Context, o options) error {
 	go func() { serveErr <- serve(ctx, newServer(o.bindAddress, mux, nil)) }()
 
 	if o.webhookBindAddress != "" {
-		wh := http.NewServeMux()
-		srv := newServer(o.webhookBindAddress, wh, nil)
-		source, err := webhookCertificate(ctx, o, root, func() { dropIdleConnections(srv) })
-		if err != nil {
+		if err := startWebhook(ctx, o, root, health, serveErr); err != nil {
 			return err
 		}
-		srv.TLSConfig = webhookTLSConfig(source)
-		health.add("serving-certificate", source.Check)
-		wh.Handle(admission.Path, &admission.Handler{
-			GateEnabled:            func() bool { return features.Enabled(features.WorkloadWithDeployment) },
-			StatefulSetGateEnabled: func() bool { return features.Enabled(features.WorkloadWithStatefulSet) },
-			GetDeployment: func(ctx context.Context, namespace, name string) (*appsv1.Deployment, error) {
-				return root.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
-			},
-		})
-		go func() { serveErr <- serve(ctx, srv) }()
 	}
-
 	if len(o.controllers) > 0 {
-		var synced atomic.Bool
-		start := func(ctx context.Context) error {
-			if err := startControllers(ctx, o, cfg, root, identity); err != nil {
-				return err
-			}
-			synced.Store(true)
-			return nil
-		}
-		if !o.leaderElection.LeaderElect {
-			health.add("controllers", func() error {
-				if !synced.Load() {
-					return errors.New("informers not synced")
-				}
-				return nil
-			})
-			if err := start(ctx); err != nil {
-				return err
-			}
-		} else {
-			le := &leaderElection{config: o.leaderElection, identity: identity, watchdog: leaderelection.NewLeaderHealthzAdaptor(leaderHealthTimeout)}
-			var leading atomic.Bool
-			// A standby is ready: it has nothing to do until it leads.
-			health.add("controllers", func() error {
-				if leading.Load() && !synced.Load() {
-					return errors.New("leading, informers not synced")
-				}
-				return nil
-			})
-			health.add("leader-election", le.check)
-			go func() {
-				serveErr <- le.run(ctx, cfg, func(ctx context.Context) {
-					leading.Store(true)
-					if err := start(ctx); err != nil && ctx.Err() == nil {
-						serveErr <- err
-					}
-				})
-			}()
+		if err := runControllers(ctx, o, cfg, root, identity, health, serveErr); err != nil {
+			return err
 		}
 	}
 	logger.Info("Ready")
@@ -241,9 +188,85 @@ func run(ctx context.Context, o options) error {
 	}
 }
 
-// webhookCertificate is the webhook's certificate: the self-signed one kept
-// in a Secret (deploy/), or the files given (the local cluster). onRenewed
-// runs when a renewed self-signed certificate is first served.
+// clients builds the rest config (tagged with this instance's identity, so
+// its writes can be told apart in audit logs) and the clientset of the process.
+func clients(o options, identity string) (*rest.Config, kubernetes.Interface, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--kubeconfig: %w", err)
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	cfg.Wrap(tagUserAgent(identity))
+	root, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, root, nil
+}
+
+// startWebhook serves the admission webhook on --webhook-bind-address with a
+// certificate that is renewed in place; its server error goes to serveErr.
+func startWebhook(ctx context.Context, o options, root kubernetes.Interface, health *healthChecks, serveErr chan<- error) error {
+	wh := http.NewServeMux()
+	srv := newServer(o.webhookBindAddress, wh, nil)
+	source, err := webhookCertificate(ctx, o, root, func() { dropIdleConnections(srv) })
+	if err != nil {
+		return err
+	}
+	srv.TLSConfig = webhookTLSConfig(source)
+	health.add("serving-certificate", source.Check)
+	wh.Handle(admission.Path, &admission.Handler{
+		GateEnabled:            func() bool { return features.Enabled(features.WorkloadWithDeployment) },
+		StatefulSetGateEnabled: func() bool { return features.Enabled(features.WorkloadWithStatefulSet) },
+		GetDeployment: func(ctx context.Context, namespace, name string) (*appsv1.Deployment, error) {
+			return root.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
+		},
+	})
+	go func() { serveErr <- serve(ctx, srv) }()
+	return nil
+}
+
+// runControllers starts the controllers now, or, with leader election, in
+// the Lease holder only. Health reports "informers not synced" only for an
+// instance that should be running them: a standby is ready.
+func runControllers(ctx context.Context, o options, cfg *rest.Config, root kubernetes.Interface, identity string, health *healthChecks, serveErr chan<- error) error {
+	var synced atomic.Bool
+	start := func(ctx context.Context) error {
+		if err := startControllers(ctx, o, cfg, root, identity); err != nil {
+			return err
+		}
+		synced.Store(true)
+		return nil
+	}
+	if !o.leaderElection.LeaderElect {
+		health.add("controllers", func() error {
+			if !synced.Load() {
+				return errors.New("informers not synced")
+			}
+			return nil
+		})
+		return start(ctx)
+	}
+	le := &leaderElection{config: o.leaderElection, identity: identity, watchdog: leaderelection.NewLeaderHealthzAdaptor(leaderHealthTimeout)}
+	var leading atomic.Bool
+	health.add("controllers", func() error {
+		if leading.Load() && !synced.Load() {
+			return errors.New("leading, informers not synced")
+		}
+		return nil
+	})
+	health.add("leader-election", le.check)
+	go func() {
+		serveErr <- le.run(ctx, cfg, func(ctx context.Context) {
+			leading.Store(true)
+			if err := start(ctx); err != nil && ctx.Err() == nil {
+				serveErr <- err
+			}
+		})
+	}()
+	return nil
+}
+
 func webhookCertificate(ctx context.Context, o options, root kubernetes.Interface, onRenewed func()) (certificateSource, error) {
 	if !selfSigned.enabled() {
 		return newFileCertificate(o.tlsCertFile, o.tlsKeyFile)
@@ -312,35 +335,14 @@ func startControllers(ctx context.Context, o options, cfg *rest.Config, root kub
 		runs = append(runs, func() { dc.Run(ctx, o.deploymentWorkers) })
 	}
 	if slices.Contains(o.controllers, "replicaset") {
-		rsClient := r.ReplicaSetControllerClient(replicaSetClient)
-		rsBroadcaster := record.NewBroadcaster(record.WithContext(ctx))
-		rsc := replicaset.NewBaseController(klog.FromContext(ctx), rsInf, podInf, rsClient, replicaset.BurstReplicas,
-			appsv1.SchemeGroupVersion.WithKind("ReplicaSet"), "replicaset_controller", "replicaset",
-			r.PodControl(controller.RealPodControl{
-				KubeClient: rsClient,
-				Recorder:   rsBroadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "replicaset-controller"}),
-			}),
-			rsBroadcaster, replicaset.DefaultReplicaSetControllerFeatures(), consistencyutil.NewNoopConsistencyStore())
-		runs = append(runs, func() { rsc.Run(ctx, o.replicaSetWorkers) })
+		runs = append(runs, replicaSetRun(ctx, o, r, replicaSetClient, rsInf, podInf))
 	}
-
 	if slices.Contains(o.controllers, "statefulset") {
 		setClient, err := clientFor("statefulset-controller")
 		if err != nil {
 			return fmt.Errorf("client of statefulset-controller: %w", err)
 		}
-		setBroadcaster := record.NewBroadcaster(record.WithContext(ctx))
-		setBroadcaster.StartStructuredLogging(3)
-		setBroadcaster.StartRecordingToSink(&v1core.EventSinkImpl{Interface: setClient.CoreV1().Events("")})
-		sr := wasstatefulset.NewReconciler(wasstatefulset.Options{
-			Client: setClient, StatefulSets: setInf.Lister(), Pods: podInf.Lister(), Scheduling: sched,
-			Recorder: setBroadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "statefulset-controller"}),
-			Gates:    wasstatefulset.DefaultGates(),
-		})
-		ssc := upstreamstatefulset.NewStatefulSetController(ctx, podInf, setInf, factory.Core().V1().PersistentVolumeClaims(),
-			factory.Apps().V1().ControllerRevisions(), sr.ControllerClient(setClient))
-		syncWorker := wasstatefulset.NewSyncWorker(sr, setInf.Informer())
-		runs = append(runs, func() { ssc.Run(ctx, o.statefulSetWorkers) }, func() { syncWorker.Run(ctx, 1) })
+		runs = append(runs, statefulSetRuns(ctx, o, setClient, factory, sched)...)
 	}
 
 	factory.Start(ctx.Done())
@@ -356,4 +358,41 @@ func startControllers(ctx context.Context, o options, cfg *rest.Config, root kub
 	go workers.Run(ctx, 2)
 	go finisher.Run(ctx)
 	return nil
+}
+
+// replicaSetRun builds the upstream ReplicaSet controller, imported as a
+// library, around the reference's pod control (which stamps each pod's
+// scheduling group) and returns its run function.
+func replicaSetRun(ctx context.Context, o options, r *wasdeployment.Reconciler, replicaSetClient kubernetes.Interface,
+	rsInf appsinformers.ReplicaSetInformer, podInf coreinformers.PodInformer) func() {
+	rsClient := r.ReplicaSetControllerClient(replicaSetClient)
+	rsBroadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	rsc := replicaset.NewBaseController(klog.FromContext(ctx), rsInf, podInf, rsClient, replicaset.BurstReplicas,
+		appsv1.SchemeGroupVersion.WithKind("ReplicaSet"), "replicaset_controller", "replicaset",
+		r.PodControl(controller.RealPodControl{
+			KubeClient: rsClient,
+			Recorder:   rsBroadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "replicaset-controller"}),
+		}),
+		rsBroadcaster, replicaset.DefaultReplicaSetControllerFeatures(), consistencyutil.NewNoopConsistencyStore())
+	return func() { rsc.Run(ctx, o.replicaSetWorkers) }
+}
+
+// statefulSetRuns builds the upstream StatefulSet controller around the
+// reference's client (which keeps the Workload and PodGroup ahead of the pods)
+// plus the worker that syncs the scheduling objects, and returns both run functions.
+func statefulSetRuns(ctx context.Context, o options, setClient kubernetes.Interface, factory informers.SharedInformerFactory,
+	sched *schedulingapi.Informers) []func() {
+	setInf, podInf := factory.Apps().V1().StatefulSets(), factory.Core().V1().Pods()
+	setBroadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	setBroadcaster.StartStructuredLogging(3)
+	setBroadcaster.StartRecordingToSink(&v1core.EventSinkImpl{Interface: setClient.CoreV1().Events("")})
+	sr := wasstatefulset.NewReconciler(wasstatefulset.Options{
+		Client: setClient, StatefulSets: setInf.Lister(), Pods: podInf.Lister(), Scheduling: sched,
+		Recorder: setBroadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "statefulset-controller"}),
+		Gates:    wasstatefulset.DefaultGates(),
+	})
+	ssc := upstreamstatefulset.NewStatefulSetController(ctx, podInf, setInf, factory.Core().V1().PersistentVolumeClaims(),
+		factory.Apps().V1().ControllerRevisions(), sr.ControllerClient(setClient))
+	syncWorker := wasstatefulset.NewSyncWorker(sr, setInf.Informer())
+	return []func(){func() { ssc.Run(ctx, o.statefulSetWorkers) }, func() { syncWorker.Run(ctx, 1) }}
 }
