@@ -88,7 +88,9 @@ func runHook(ctx context.Context, component localcluster.Component, cc localclus
 	ctx, cancel := context.WithTimeout(ctx, 3*TestContext.Timeouts.ClusterStart)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "sh", args...)
-	cmd.Env = append(os.Environ(), "WAS_COMPONENT="+HookComponent(component))
+	// The same values in the environment: a COMMAND that is a bare script path
+	// gets no positional arguments from `sh -c`, and can read these instead.
+	cmd.Env = append(os.Environ(), "WAS_COMPONENT="+args[3], "WAS_FEATURE_GATES="+args[4], "WAS_RUNTIME_CONFIG="+args[5])
 	out, err := cmd.CombinedOutput()
 	ginkgo.GinkgoWriter.Printf("reconfigure-command %q: %s\n", args[3:], out)
 	if err != nil {

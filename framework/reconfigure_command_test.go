@@ -59,3 +59,30 @@ func TestHookReconfigurer(t *testing.T) {
 		t.Fatal("a change of binary cannot go through the hook, but cannot() said it could")
 	}
 }
+
+// A hook given as a bare script path gets no positional arguments from
+// `sh -c`; it reads the same values from the environment.
+func TestHookScriptReadsEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	log, script := filepath.Join(dir, "calls"), filepath.Join(dir, "hook.sh")
+	body := "#!/bin/sh\necho \"$#|$WAS_COMPONENT|$WAS_FEATURE_GATES|$WAS_RUNTIME_CONFIG\" >> " + log + "\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	saved := TestContext.ReconfigureCommand
+	t.Cleanup(func() { TestContext.ReconfigureCommand = saved })
+	TestContext.ReconfigureCommand = script
+	h := &hookReconfigurer{current: map[localcluster.Component]localcluster.ComponentConfig{}}
+	undo, err := h.apply(context.Background(), GateOn(WorkloadWithStatefulSet, false, ReferenceControllerManager)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := undo(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(log)
+	want := "0|implementation-controllers|WorkloadWithStatefulSet=false|\n0|implementation-controllers||\n"
+	if string(got) != want {
+		t.Fatalf("hook calls:\n%s\nwant:\n%s", got, want)
+	}
+}

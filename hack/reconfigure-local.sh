@@ -13,9 +13,14 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CLUSTER_DIR=${CLUSTER_DIR:-$ROOT/_output/cluster}
 HARNESS=${HARNESS:-$ROOT/_output/bin/was-harness}
-component=${1:?usage: $0 <component> <feature-gates> <runtime-config>}
-gates=${2:-}
-runtime_config=${3:-}
+# Arguments, or (for RECONFIGURE_COMMAND=<this path>, which gets none from
+# `sh -c`) the same values the suite puts in the environment.
+if (($# > 0)); then
+  component=$1 gates=${2:-} runtime_config=${3:-}
+else
+  component=${WAS_COMPONENT:?usage: $0 <component> <feature-gates> <runtime-config> (or WAS_COMPONENT, WAS_FEATURE_GATES, WAS_RUNTIME_CONFIG)}
+  gates=${WAS_FEATURE_GATES:-} runtime_config=${WAS_RUNTIME_CONFIG:-}
+fi
 case $component in
   implementation-admission) component=${IMPLEMENTATION_ADMISSION:-was-webhook} ;;
   implementation-controllers) component=${IMPLEMENTATION_CONTROLLERS:-was-controller-manager} ;;
