@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
@@ -230,10 +229,10 @@ var _ = ginkgo.Describe("Deployment Workload and PodGroup contents and ownership
 			original := podUIDs(ctx, f, d)
 			pg := thePodGroup(ctx, f)
 			gomega.Expect(pg.Finalizers).To(gomega.ContainElement(podGroupProtectionFinalizer), "PodGroup %s", pg.Name)
-			senders := managersThatSet(&pg, "f:metadata", "f:finalizers", "v:"+strconv.Quote(podGroupProtectionFinalizer))
+			senders := framework.ManagersThatSet(&pg, framework.FinalizerField(podGroupProtectionFinalizer)...)
 			sent := "no client: the PodGroupProtection admission plugin added it"
 			if len(senders) > 0 {
-				sent = "the create or update request of " + strings.Join(senders, ", ")
+				sent = fmt.Sprintf("the create or update request of %v", senders)
 			}
 			ginkgo.AddReportEntry("podgroup-protection finalizer sent by", sent)
 			ginkgo.GinkgoWriter.Printf("the podgroup-protection finalizer on PodGroup %s was sent by %s\n", pg.Name, sent)
@@ -467,34 +466,4 @@ func equalJSON(a, b any) bool {
 	x, err1 := json.Marshal(a)
 	y, err2 := json.Marshal(b)
 	return err1 == nil && err2 == nil && string(x) == string(y)
-}
-
-// managersThatSet returns the field managers whose managedFields entry holds
-// the field at path (in the fieldsV1 encoding: "f:<name>", "v:<value>").
-// A create's entry is computed from the request before mutating admission,
-// so a field an admission plugin added belongs to no manager.
-func managersThatSet(obj metav1.Object, path ...string) []string {
-	var out []string
-	for _, e := range obj.GetManagedFields() {
-		if e.FieldsV1 == nil {
-			continue
-		}
-		var node map[string]any
-		if json.Unmarshal(e.FieldsV1.Raw, &node) != nil {
-			continue
-		}
-		found := true
-		for _, p := range path {
-			next, ok := node[p].(map[string]any)
-			if !ok {
-				found = false
-				break
-			}
-			node = next
-		}
-		if found {
-			out = append(out, fmt.Sprintf("%s (%s)", e.Manager, e.Operation))
-		}
-	}
-	return out
 }

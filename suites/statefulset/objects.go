@@ -20,7 +20,7 @@ var _ = ginkgo.Describe("StatefulSet Workload and PodGroup", framework.KEP(6277)
 	framework.WithFeatureGate(framework.GenericWorkload, framework.WorkloadWithStatefulSet), func() {
 		f := framework.New("sts-objects")
 
-		ginkgo.It("creates the Workload, then the PodGroup, before any pod, and wires every pod to the PodGroup", framework.ID("S-I1", "S-U4", "S-U10"), func(ctx context.Context) {
+		ginkgo.It("creates the Workload, then the PodGroup with its protection finalizer in the create, before any pod, and wires every pod to the PodGroup", framework.ID("S-I1", "S-U4", "S-U10"), func(ctx context.Context) {
 			rec := framework.RecordWrites(ctx, f.Namespace, framework.WorkloadsResource, framework.PodGroupsResource, framework.PodsResource)
 			set := create(ctx, parallel(f, "ordered", 3, "100m").Obj(), gang())
 			apps.WaitForRunning(ctx, f, apps.StatefulSet(set), 3)
@@ -45,14 +45,16 @@ var _ = ginkgo.Describe("StatefulSet Workload and PodGroup", framework.KEP(6277)
 			gomega.Expect(w.Spec.PodGroupTemplates).To(gomega.HaveLen(1), "one PodGroupTemplate")
 			gomega.Expect(framework.WorkloadMinCount(&w)).To(gomega.Equal(int32(3)), "gang minCount derived from spec.replicas")
 
-			ginkgo.By("the PodGroup: workloadRef to the template, owned by the StatefulSet (controller) and the Workload, protected by the finalizer")
+			ginkgo.By("the PodGroup: workloadRef to the template, owned by the StatefulSet (controller) and the Workload")
 			gomega.Expect(pg.Spec.WorkloadRef).To(gomega.HaveValue(gomega.Equal(schedulingv1beta1.WorkloadReference{
 				WorkloadName: w.Name, TemplateName: w.Spec.PodGroupTemplates[0].Name})))
 			gomega.Expect(framework.PodGroupMinCount(&pg)).To(gomega.Equal(int32(3)))
 			apps.ExpectOwner(pg.OwnerReferences, apps.OwnerStatefulSet(set), true)
 			apps.ExpectOwner(pg.OwnerReferences, apps.OwnerWorkload(&w), false)
 			gomega.Expect(pg.Annotations).To(gomega.HaveKeyWithValue(managedByAnnotation, managedByStatefulSetController))
-			gomega.Expect(pg.Finalizers).To(gomega.ContainElement(podGroupProtectionFinalizer))
+
+			ginkgo.By("the PodGroup's create request carried the podgroup-protection finalizer (managedFields), not only the platform's admission")
+			expectCreatedWithProtectionFinalizer(&pg, set)
 
 			ginkgo.By("the ownerReferences to the StatefulSet, and the PodGroup's to its Workload, block the owner's deletion (the KEP's ownership model)")
 			apps.ExpectBlocksOwnerDeletion(w.OwnerReferences, apps.OwnerStatefulSet(set))
@@ -155,6 +157,32 @@ var _ = ginkgo.Describe("StatefulSet Workload and PodGroup", framework.KEP(6277)
 			logf("OrderedReady pod writes in revision order:\n%s", h)
 		})
 	})
+
+// expectCreatedWithProtectionFinalizer asserts KEP-6277's "The finalizer is
+// added at PodGroup creation" of the controller, in a way only the
+// controller can meet. Its presence proves nothing in 1.37: the
+// PodGroupProtection admission plugin adds it to every PodGroup whose create
+// lacks it. Who sent it shows in managedFields: the apiserver computes a
+// create's entry from the request before mutating admission runs, so the
+// plugin's addition belongs to no manager; and an update owns only the fields
+// it changes, which a finalizer present since the create is not. The client
+// that sent the PodGroup's controller reference to the StatefulSet is the
+// implementation, so its entry must own the finalizer too. (A later
+// server-side apply of the finalizer would also own it; an implementation
+// that applies instead of creating is not told apart.)
+func expectCreatedWithProtectionFinalizer(pg *schedulingv1beta1.PodGroup, set *appsv1.StatefulSet) {
+	ginkgo.GinkgoHelper()
+	gomega.Expect(pg.Finalizers).To(gomega.ContainElement(podGroupProtectionFinalizer), "PodGroup %s", pg.Name)
+	fields := framework.DescribeManagedFields(pg)
+	ginkgo.AddReportEntry("PodGroup "+pg.Name+" managedFields", fields)
+	creators := framework.ManagersThatSet(pg, framework.OwnerReferenceField(set.UID)...)
+	gomega.Expect(creators).NotTo(gomega.BeEmpty(),
+		"no managedFields entry of PodGroup %s owns its ownerReference to StatefulSet %s, so its creator is unknown; managedFields:\n%s", pg.Name, set.Name, fields)
+	senders := framework.ManagersThatSet(pg, framework.FinalizerField(podGroupProtectionFinalizer)...)
+	gomega.Expect(senders).To(gomega.ContainElement(gomega.BeElementOf(creators)),
+		"the %s finalizer of PodGroup %s is owned by %v, not by its creator %v: the controller's create did not carry it, the PodGroupProtection admission plugin added it (an addition no manager owns); managedFields:\n%s",
+		podGroupProtectionFinalizer, pg.Name, senders, creators, fields)
+}
 
 // waitForRollout waits until the StatefulSet's rolling update is complete:
 // every one of want pods is Running and Ready at the update revision.
