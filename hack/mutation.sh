@@ -9,18 +9,40 @@
 #      (was-harness cluster up --addon-bin-dir),
 #   4. runs the vendor-mode suite against it, as `make conformance
 #      KUBECONFIG=...` does (the prerequisite check, then hack/e2e.sh with
-#      E2E_KUBECONFIG), with the restart and reconfigure hooks given,
+#      E2E_KUBECONFIG), with the restart and reconfigure hooks given; the
+#      whole suite or only the specs of the variant's ids (MUTATION_SCOPE),
 #   5. tears the cluster down and records which specs failed.
 # First, the same is done with no patch (the baseline, "reference"): a spec
 # that fails against the unmutated reference kills nothing.
 # It prints the kill matrix (variant x specs that failed; survivors loudly)
 # and writes it to $ARTIFACTS/mutation.md. Exit status: non-zero when a patch
-# no longer applies (checked for every patch before anything runs), when a
-# variant does not build, when a variant survives or cannot be measured, or
-# when a spec fails against the reference itself.
+# no longer applies or its header's "# Ids:" do not fit the suite (both
+# checked for every patch before anything runs), when a variant does not
+# build, when a variant survives or cannot be measured, or when a spec fails
+# against the reference itself.
+#
+# Two scopes; the matrix says which one it measured:
+#   MUTATION_SCOPE=all     (default) each variant runs the whole vendor-mode
+#                          suite: what the suite as a whole catches. Hours:
+#                          one cluster and ~80 specs per variant.
+#   MUTATION_SCOPE=ids     each variant runs only the specs labelled with one
+#                          of the test-plan ids its header names ("# Ids:",
+#                          the specs meant to assert the rule it breaks), e.g.
+#                          --ginkgo.label-filter='(D-I3 || D-U2) && !Disruptive';
+#                          Disruptive specs as MUTATION_DISRUPTIVE says. The
+#                          baseline runs the union of the selected variants'
+#                          filters (of every variant when only 'reference' is
+#                          selected). This measures whether the specs meant for
+#                          each rule catch it, not the whole suite: a variant
+#                          they miss may still be killed by another spec.
+# The "# Ids:" check runs in both scopes: every patch must name ids, each id
+# must label a spec of the suite (found, as `make verify` does, by a dry run
+# of the compiled suite into specs.json), and a variant not marked "Seen-by:
+# Disruptive" must name an id with a non-Disruptive spec.
 #
 #   MUTANTS='01 07'        run only these variants (by number or full name;
 #                          'reference' alone runs just the baseline)
+#   MUTATION_SCOPE=        all (default) or ids: see above
 #   MUTATION_BASELINE=0    skip the baseline (then a spec that fails against
 #                          the reference too counts as a kill; the matrix says so)
 #   LABEL_FILTER=...       passed through to the suite ('!Disruptive' is added
@@ -45,7 +67,9 @@
 # current tree, and names the ones that conflict; review the diff.
 #
 # Per-variant artifacts: $ARTIFACTS/mutation/NN-name/ (outcome, build.log,
-# check.log, e2e.log, junit_e2e.xml, the mutant cluster's logs).
+# check.log, e2e.log, junit_e2e.xml, label-filter, seconds, the mutant
+# cluster's logs); the dry run's specs.json and the ids scope's filters in
+# $ARTIFACTS/mutation/scope/.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -61,6 +85,7 @@ MUTATION_BASELINE=${MUTATION_BASELINE:-1}
 MUTATION_LOCK=${MUTATION_LOCK:-}
 MUTATION_SOURCE=${MUTATION_SOURCE:-worktree}
 MUTATION_KEEP=${MUTATION_KEEP:-}
+MUTATION_SCOPE=${MUTATION_SCOPE:-all}
 PATCH_DIR=$ROOT/hack/mutation
 RESULTS=$ARTIFACTS/mutation
 export GOFLAGS="${GOFLAGS:-} -buildvcs=false"
@@ -70,6 +95,7 @@ die() { printf '[mutation] ERROR: %s\n' "$*" >&2; exit 1; }
 case $MUTATION_DISRUPTIVE in auto | 0 | 1) ;; *) die "MUTATION_DISRUPTIVE=$MUTATION_DISRUPTIVE: want auto, 0 or 1" ;; esac
 case $MUTATION_SOURCE in worktree | head) ;; *) die "MUTATION_SOURCE=$MUTATION_SOURCE: want worktree or head" ;; esac
 case $MUTATION_BASELINE in 0 | 1) ;; *) die "MUTATION_BASELINE=$MUTATION_BASELINE: want 0 or 1" ;; esac
+case $MUTATION_SCOPE in all | ids) ;; *) die "MUTATION_SCOPE=$MUTATION_SCOPE: want all or ids" ;; esac
 
 # snapshot DIR: the source tree as a throw-away git repository, so a patch is
 # applied, built and undone there with git, never in the shared tree. Its
@@ -190,6 +216,37 @@ HARNESS=$WORK/output/bin/was-harness
 log "compiling the suite from the snapshot"
 (cd "$WORK/src" && go test -c -tags e2e -o "$WORK/output/bin/e2e.test" ./suites/e2e)
 
+# The suite's specs and their labels, listed as `make verify` lists them: a
+# dry run of the compiled suite into specs.json (no cluster). Every patch's
+# "# Ids:" must label some of them; in the ids scope idscope also writes each
+# run's label filter (line 1) and the number of specs it selects (line 2) to
+# $SCOPE_DIR/<variant> and $SCOPE_DIR/reference.
+SCOPE_DIR=$RESULTS/scope
+mkdir -p "$SCOPE_DIR"
+log "listing the suite's specs: e2e.test --ginkgo.dry-run (no cluster is started)"
+"$WORK/output/bin/e2e.test" --ginkgo.dry-run --ginkgo.no-color --ginkgo.json-report="$SCOPE_DIR/specs.json" \
+  --artifacts="$SCOPE_DIR" >"$SCOPE_DIR/dry-run.log" 2>&1 || {
+  cat "$SCOPE_DIR/dry-run.log" >&2
+  die "the dry run of the suite failed"
+}
+scope_runs=()
+if [[ $MUTATION_SCOPE == ids ]]; then
+  # The baseline runs the union of the selected variants' filters; of every
+  # variant's when only the baseline is selected (what a full ids run needs).
+  union=("${selected[@]}")
+  ((${#union[@]})) || union=("${patches[@]}")
+  baseline_disruptive=0
+  for p in "${union[@]}"; do
+    d=$(disruptive "$p")
+    [[ $d == 1 ]] && baseline_disruptive=1
+    scope_runs+=("$(basename "$p" .patch)=$d")
+  done
+fi
+log "checking every patch's # Ids: against the suite's specs$([[ $MUTATION_SCOPE == ids ]] && echo "; the ids scope's label filters:")"
+(cd "$WORK/src" && go run ./hack/mutation/idscope --patches "$PATCH_DIR" --specs "$SCOPE_DIR/specs.json" \
+  --out "$SCOPE_DIR" --label-filter "$LABEL_FILTER" ${scope_runs[@]+"${scope_runs[@]}"}) >&2 ||
+  die "the variants' # Ids: headers do not fit the suite (above): each must name test-plan ids whose specs assert the variant's rule"
+
 if [[ $MUTATION_BASELINE == 1 ]]; then
   log "building the unmutated reference (the baseline)"
   mkdir -p "$RESULTS/reference" "$WORK/variants/reference/bin"
@@ -216,7 +273,7 @@ for p in "${selected[@]}"; do
 done
 ((${#broken[@]} == 0)) || die "${#broken[@]} variants do not build: ${broken[*]}"
 if [[ $MUTATION_BUILD_ONLY == 1 ]]; then
-  log "MUTATION_BUILD_ONLY=1: all ${#patches[@]} patches apply and the ${#selected[@]} selected variants build; no cluster started"
+  log "MUTATION_BUILD_ONLY=1: all ${#patches[@]} patches apply and name ids the suite has, and the ${#selected[@]} selected variants build; no cluster started"
   exit 0
 fi
 
@@ -249,12 +306,34 @@ EOF
   chmod +x "$dir/controller-restart.sh" "$dir/reconfigure.sh"
 }
 
-# run_variant NAME DISRUPTIVE [SUITE ARGS...]: cluster up, check, suite,
-# cluster down; writes the outcome.
+# run_variant NAME DISRUPTIVE [SUITE ARGS...]: measure, timed (the seconds,
+# cluster start and stop included, go to $RESULTS/NAME/seconds).
 run_variant() {
+  local t0=$SECONDS
+  measure "$@"
+  echo $((SECONDS - t0)) >"$RESULTS/$1/seconds"
+  log "[$1] done in $((SECONDS - t0))s"
+}
+
+# measure NAME DISRUPTIVE [SUITE ARGS...]: cluster up, check, suite, cluster
+# down; writes the outcome.
+measure() {
   local name=$1 disruptive=$2
   shift 2
   local vdir=$RESULTS/$name vwork=$WORK/variants/$name
+  local filter=$LABEL_FILTER
+  if [[ $MUTATION_SCOPE == ids ]]; then
+    # idscope's filter: the variant's ids (the baseline: their union),
+    # with !Disruptive already in it unless Disruptive specs are allowed.
+    local count
+    { read -r filter && read -r count; } <"$SCOPE_DIR/$name"
+    if ((count == 0)); then
+      printf 'no-specs\nthe ids scope selects no spec for it (label filter %s)\n' "$filter" >"$vdir/outcome"
+      log "[$name] NOT MEASURED: its label filter selects no spec: $filter"
+      return 0
+    fi
+    log "[$name] ids scope: $count specs, label filter $filter"
+  fi
   cluster_dir=$vwork/cluster
   write_hooks "$vwork/hooks" "$cluster_dir"
 
@@ -275,12 +354,11 @@ run_variant() {
     printf 'check-failed\n%s\n' "$(grep -v '^\s*$' "$vdir/check.log" | tail -n 1)" >"$vdir/outcome"
     log "[$name] killed by the prerequisite check (see $vdir/check.log)"
   else
-    local filter=$LABEL_FILTER
     local allow=""
     [[ $disruptive == 1 ]] && allow=1
     local suite_args=("$@")
     [[ $MUTATION_FAIL_FAST == 1 ]] && suite_args+=(--ginkgo.fail-fast)
-    log "[$name] running the vendor-mode suite (Disruptive specs through the hooks: $([[ $allow == 1 ]] && echo yes || echo no))"
+    log "[$name] running the vendor-mode suite, $MUTATION_SCOPE scope (Disruptive specs through the hooks: $([[ $allow == 1 ]] && echo yes || echo no))"
     local rc=0
     (cd "$WORK/src" && env E2E_KUBECONFIG="$kubeconfig" ARTIFACTS="$vdir" OUTPUT_DIR="$WORK/output" \
       E2E_BINARY="$WORK/output/bin/e2e.test" LABEL_FILTER="$filter" ALLOW_DISRUPTIVE="$allow" UNIT_JSON= \
@@ -330,9 +408,9 @@ for p in "${selected[@]}"; do
   log "variant $i/${#selected[@]}: $name"
   run "$name" "$(disruptive "$p")" "$@"
 done
-log "ran ${#selected[@]} variants$([[ $MUTATION_BASELINE == 1 ]] && echo ' and the baseline') in $((SECONDS - t0))s"
+log "ran ${#selected[@]} variants$([[ $MUTATION_BASELINE == 1 ]] && echo ' and the baseline') in $((SECONDS - t0))s ($MUTATION_SCOPE scope)"
 
 rc=0
-(cd "$WORK/src" && go run ./hack/mutation/killmatrix --patches "$PATCH_DIR" --results "$RESULTS" --out "$ARTIFACTS/mutation.md") || rc=$?
+(cd "$WORK/src" && go run ./hack/mutation/killmatrix --patches "$PATCH_DIR" --results "$RESULTS" --scope "$MUTATION_SCOPE" --out "$ARTIFACTS/mutation.md") || rc=$?
 log "kill matrix: $ARTIFACTS/mutation.md; per-variant logs in $RESULTS/"
 exit "$rc"

@@ -4,16 +4,21 @@
 // failed against it. A variant no spec failed against SURVIVED: the suite
 // cannot tell that implementation from a correct one.
 //
-//	killmatrix --patches hack/mutation --results DIR [--baseline DIR] [--out FILE]
+//	killmatrix --patches hack/mutation --results DIR [--scope all|ids] [--baseline DIR] [--out FILE]
+//
+// --scope says which specs the runs selected (MUTATION_SCOPE): the whole
+// vendor-mode suite (all), or each variant only the specs of its header's
+// ids (ids); the matrix states it, since a kill means something else in each.
 //
 // DIR holds one directory per variant run, named like its patch without
 // ".patch", and the baseline's, "reference" (the unmutated implementation,
 // the default --baseline), with the files hack/mutation.sh writes there:
 //
 //	outcome          first line: ran <exit code> | check-failed | not-applied |
-//	                 build-failed | cluster-failed; further lines: details
+//	                 build-failed | cluster-failed | no-specs; further lines: details
 //	junit_e2e.xml    the suite's JUnit report (outcome "ran")
 //	label-filter     the effective label filter of the run
+//	seconds          how long the run took, cluster start and stop included
 //
 // A spec that fails against the baseline too kills nothing: it is listed
 // apart, and a variant only such specs fail against SURVIVED. Without a
@@ -21,13 +26,12 @@
 //
 // The matrix goes to stdout and, with --out, to FILE (Markdown). The exit
 // code is 1 when a variant survived or could not be measured (its patch did
-// not apply, it did not build, its cluster did not start, or the suite
-// failed without a failing spec) or when the baseline is not green, 0 when
+// not apply, it did not build, its cluster did not start, its ids select no
+// spec, or the suite failed without a failing spec) or when the baseline is not green, 0 when
 // every variant run was killed.
 package main
 
 import (
-	"bufio"
 	"errors"
 	"flag"
 	"fmt"
@@ -36,8 +40,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
+	"github.com/workload-aware/apps-harness/hack/mutation/variant"
 	"github.com/workload-aware/apps-harness/testplan"
 )
 
@@ -46,9 +53,15 @@ func main() {
 	results := flag.String("results", "", "directory with one NN-name/ directory per variant run")
 	baseline := flag.String("baseline", "", "the unmutated implementation's run (default: <results>/reference when it exists)")
 	out := flag.String("out", "", "also write the matrix (Markdown) to this file")
+	scopeName := flag.String("scope", string(ScopeAll), "which specs each variant ran: all (the whole vendor-mode suite) or ids (the specs labelled with its # Ids:)")
 	flag.Parse()
 	if *results == "" {
 		fmt.Fprintln(os.Stderr, "killmatrix: --results is required")
+		os.Exit(2)
+	}
+	scope := Scope(*scopeName)
+	if scope != ScopeAll && scope != ScopeIDs {
+		fmt.Fprintf(os.Stderr, "killmatrix: --scope=%s: want all or ids\n", *scopeName)
 		os.Exit(2)
 	}
 	base, err := readBaseline(*baseline, *results)
@@ -62,7 +75,7 @@ func main() {
 		os.Exit(2)
 	}
 	var b strings.Builder
-	render(&b, base, rows)
+	render(&b, scope, base, rows)
 	fmt.Print(b.String())
 	if *out != "" {
 		if err := os.WriteFile(*out, []byte(b.String()), 0o644); err != nil {
@@ -73,6 +86,27 @@ func main() {
 	if failed(base, rows) {
 		os.Exit(1)
 	}
+}
+
+// Scope is which specs each variant's run selected (MUTATION_SCOPE).
+type Scope string
+
+const (
+	// ScopeAll: the whole vendor-mode suite, for every variant.
+	ScopeAll Scope = "all"
+	// ScopeIDs: for each variant, only the specs labelled with one of the
+	// ids of its header (# Ids:); the baseline ran their union.
+	ScopeIDs Scope = "ids"
+)
+
+// sentence says, in the matrix, what a kill or a survivor means in s.
+func (s Scope) sentence() string {
+	if s == ScopeIDs {
+		return "Scope: **ids**. Each variant ran only the specs labelled with the test-plan ids of its header (`# Ids:`), " +
+			"the specs meant for the rule it breaks; the baseline ran their union. This measures whether those specs catch the rule, " +
+			"not what the whole suite catches: a survivor here may still be killed by another spec (MUTATION_SCOPE=all)."
+	}
+	return "Scope: **all**. Each variant ran the whole vendor-mode suite: this measures what the suite as a whole catches."
 }
 
 // Verdict is what a variant's run says about the suite.
@@ -87,20 +121,9 @@ const (
 	Unmeasured Verdict = "NOT MEASURED"
 )
 
-// Variant is what a patch's header says about it.
-type Variant struct {
-	Name   string // NN-name
-	Rule   string // the "# Rule" paragraph, joined
-	Mutant string // the "# Mutant" paragraph: how the variant gets it wrong
-	Area   string
-	// SeenBy names what can see the variant when not every spec can, e.g.
-	// "Disruptive (needs the vendor reconfigure hook)".
-	SeenBy string
-}
-
 // Row is one variant's line of the matrix.
 type Row struct {
-	Variant
+	variant.Variant
 	Verdict Verdict
 	// Why explains an Unmeasured verdict, or names the check that killed it.
 	Why string
@@ -110,6 +133,9 @@ type Row struct {
 	// AlsoOnReference failed against the baseline too: they kill nothing.
 	AlsoOnReference []string
 	LabelFilter     string
+	// Took is how long the run took, cluster start and stop included (0:
+	// not recorded).
+	Took time.Duration
 }
 
 // Baseline is the run of the unmutated implementation.
@@ -131,7 +157,7 @@ func readBaseline(dir, results string) (Baseline, error) {
 			return Baseline{}, nil
 		}
 	}
-	row, err := readRow(Variant{Name: "reference"}, dir, Baseline{})
+	row, err := readRow(variant.Variant{Name: "reference"}, dir, Baseline{})
 	if err != nil {
 		return Baseline{}, fmt.Errorf("baseline %s: %w", dir, err)
 	}
@@ -144,17 +170,12 @@ func readBaseline(dir, results string) (Baseline, error) {
 
 // collect reads every variant that has a result directory, in patch order.
 func collect(patchDir, resultDir string, base Baseline) ([]Row, error) {
-	paths, err := filepath.Glob(filepath.Join(patchDir, "*.patch"))
+	variants, err := variant.ReadAll(patchDir)
 	if err != nil {
 		return nil, err
 	}
-	slices.Sort(paths)
 	var rows []Row
-	for _, p := range paths {
-		v, err := readVariant(p)
-		if err != nil {
-			return nil, err
-		}
+	for _, v := range variants {
 		dir := filepath.Join(resultDir, v.Name)
 		if _, err := os.Stat(filepath.Join(dir, "outcome")); errors.Is(err, fs.ErrNotExist) {
 			continue // not selected in this run
@@ -168,52 +189,7 @@ func collect(patchDir, resultDir string, base Baseline) ([]Row, error) {
 	return rows, nil
 }
 
-// readVariant parses the "# Key: value" header lines in front of the diff;
-// an indented "#   ..." line continues the previous key.
-func readVariant(path string) (Variant, error) {
-	v := Variant{Name: strings.TrimSuffix(filepath.Base(path), ".patch")}
-	f, err := os.Open(path)
-	if err != nil {
-		return v, err
-	}
-	defer f.Close()
-	var last *string
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		line := s.Text()
-		if !strings.HasPrefix(line, "#") {
-			break
-		}
-		text := strings.TrimPrefix(line, "#")
-		if strings.HasPrefix(text, "   ") && last != nil {
-			*last += " " + strings.TrimSpace(text)
-			continue
-		}
-		key, value, _ := strings.Cut(strings.TrimSpace(text), ":")
-		value = strings.TrimSpace(value)
-		switch {
-		case strings.HasPrefix(key, "Rule"):
-			v.Rule, last = strings.TrimSpace(strings.TrimPrefix(key, "Rule"))+": "+value, &v.Rule
-		case key == "Mutant":
-			v.Mutant, last = value, &v.Mutant
-		case key == "Area":
-			v.Area, last = value, &v.Area
-		case key == "Seen-by":
-			v.SeenBy, last = value, &v.SeenBy
-		default:
-			last = nil
-		}
-	}
-	if err := s.Err(); err != nil {
-		return v, err
-	}
-	if v.Rule == "" || v.Mutant == "" || v.Area == "" {
-		return v, fmt.Errorf("%s: the header must say which KEP rule the variant breaks (# Rule ...:), how (# Mutant:) and its # Area:", path)
-	}
-	return v, nil
-}
-
-func readRow(v Variant, dir string, base Baseline) (Row, error) {
+func readRow(v variant.Variant, dir string, base Baseline) (Row, error) {
 	row := Row{Variant: v}
 	data, err := os.ReadFile(filepath.Join(dir, "outcome"))
 	if err != nil {
@@ -221,6 +197,11 @@ func readRow(v Variant, dir string, base Baseline) (Row, error) {
 	}
 	if lf, err := os.ReadFile(filepath.Join(dir, "label-filter")); err == nil {
 		row.LabelFilter = strings.TrimSpace(string(lf))
+	}
+	if secs, err := os.ReadFile(filepath.Join(dir, "seconds")); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(secs))); err == nil {
+			row.Took = time.Duration(n) * time.Second
+		}
 	}
 	first, details, _ := strings.Cut(strings.TrimSpace(string(data)), "\n")
 	details = strings.TrimSpace(details)
@@ -287,18 +268,19 @@ func failed(base Baseline, rows []Row) bool {
 // render writes the matrix: a summary line, one table row per variant (the
 // killing specs in it), then the survivors and unmeasured variants again,
 // loudly, with the rule each one breaks.
-func render(w io.Writer, base Baseline, rows []Row) {
+func render(w io.Writer, scope Scope, base Baseline, rows []Row) {
 	count := map[Verdict]int{}
 	for _, r := range rows {
 		count[r.Verdict]++
 	}
 	fmt.Fprintf(w, "# Mutation kill matrix\n\n")
 	fmt.Fprintf(w, "%d variants run: %d killed, %d SURVIVED, %d not measured.\n\n", len(rows), count[Killed], count[Survived], count[Unmeasured])
+	fmt.Fprintf(w, "%s\n\n", scope.sentence())
 	switch {
 	case !base.Present:
 		fmt.Fprintf(w, "No baseline run: a spec that fails against the unmutated reference too is counted as a kill.\n\n")
 	case base.Verdict == Survived && len(base.AlsoOnReference) == 0:
-		fmt.Fprintf(w, "Baseline (the unmutated reference): every spec passed.\n\n")
+		fmt.Fprintf(w, "Baseline (the unmutated reference): every spec passed (%s).\n\n", took(base.Took))
 	case base.Verdict == Killed:
 		fmt.Fprintf(w, "!!! Baseline (the unmutated reference): %d spec(s) FAILED; they kill no variant:\n", len(base.Failed))
 		for _, s := range base.Failed {
@@ -308,7 +290,7 @@ func render(w io.Writer, base Baseline, rows []Row) {
 	default:
 		fmt.Fprintf(w, "!!! Baseline (the unmutated reference) NOT MEASURED: %s\n\n", base.Why)
 	}
-	fmt.Fprintf(w, "| Variant | Area | Verdict | Specs that failed against it |\n|---|---|---|---|\n")
+	fmt.Fprintf(w, "| Variant | Area | Ids (its rule's specs) | Verdict | Specs that failed against it | Time |\n|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		verdict := string(r.Verdict)
 		if r.Verdict == Killed {
@@ -329,13 +311,13 @@ func render(w io.Writer, base Baseline, rows []Row) {
 		if len(r.AlsoOnReference) > 0 {
 			specs += fmt.Sprintf(" (and %d failing on the reference too)", len(r.AlsoOnReference))
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", r.Name, cell(r.Area), verdict, cell(specs))
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s |\n", r.Name, cell(r.Area), strings.Join(r.IDs, ", "), verdict, cell(specs), took(r.Took))
 	}
 	for _, r := range rows {
 		if r.Verdict == Killed {
 			continue
 		}
-		fmt.Fprintf(w, "\n!!! %s %s\n    rule: %s\n    mutant: %s\n", r.Verdict, r.Name, r.Rule, r.Mutant)
+		fmt.Fprintf(w, "\n!!! %s %s\n    rule: %s\n    mutant: %s\n    ids: %s\n", r.Verdict, r.Name, r.Rule, r.Mutant, strings.Join(r.IDs, ", "))
 		if r.Verdict == Survived {
 			fmt.Fprintf(w, "    label filter: %s\n", orNone(r.LabelFilter))
 			if r.SeenBy != "" {
@@ -345,6 +327,14 @@ func render(w io.Writer, base Baseline, rows []Row) {
 			fmt.Fprintf(w, "    why: %s\n", r.Why)
 		}
 	}
+}
+
+// took is d for the table, "?" when it was not recorded.
+func took(d time.Duration) string {
+	if d == 0 {
+		return "?"
+	}
+	return d.String()
 }
 
 func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
