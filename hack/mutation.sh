@@ -46,7 +46,8 @@
 #   MUTATION_BASELINE=0    skip the baseline (then a spec that fails against
 #                          the reference too counts as a kill; the matrix says so)
 #   LABEL_FILTER=...       passed through to the suite ('!Disruptive' is added
-#                          as in vendor mode unless Disruptive specs are allowed)
+#                          as in vendor mode unless Disruptive specs are allowed);
+#                          in the ids scope it narrows each run's filter
 #   MUTATION_DISRUPTIVE=   auto (default): allow Disruptive specs, through the
 #                          hooks, only for variants whose header says
 #                          "Seen-by: Disruptive"; 1: for every variant; 0: never
