@@ -18,3 +18,8 @@ func PodGroupMinCount(pg *schedulingv1beta1.PodGroup) int32 {
 	}
 	return pg.Spec.SchedulingPolicy.Gang.MinCount
 }
+
+// PodGroupProtectionFinalizer keeps a PodGroup while pods still name it:
+// 1.37's PodGroupProtection admission plugin adds it to every PodGroup, and
+// KEP-6277 has the StatefulSet controller send it in its create as well.
+const PodGroupProtectionFinalizer = "scheduling.k8s.io/podgroup-protection"

@@ -21,9 +21,6 @@ import (
 	"github.com/workload-aware/apps-harness/framework/builder"
 )
 
-// podGroupProtectionFinalizer is 1.37's scheduling.k8s.io PodGroupProtectionFinalizer.
-const podGroupProtectionFinalizer = "scheduling.k8s.io/podgroup-protection"
-
 var _ = ginkgo.Describe("Deployment Workload and PodGroup contents and ownership", framework.KEP(6276),
 	framework.WithFeatureGate(framework.GenericWorkload, framework.WorkloadWithDeployment), func() {
 		f := framework.New("deploy-owner")
@@ -228,8 +225,8 @@ var _ = ginkgo.Describe("Deployment Workload and PodGroup contents and ownership
 			framework.WaitForPodsRunning(ctx, podsOf(f, d), 2)
 			original := podUIDs(ctx, f, d)
 			pg := thePodGroup(ctx, f)
-			gomega.Expect(pg.Finalizers).To(gomega.ContainElement(podGroupProtectionFinalizer), "PodGroup %s", pg.Name)
-			senders := framework.ManagersThatSet(&pg, framework.FinalizerField(podGroupProtectionFinalizer)...)
+			gomega.Expect(pg.Finalizers).To(gomega.ContainElement(framework.PodGroupProtectionFinalizer), "PodGroup %s", pg.Name)
+			senders := framework.ManagersThatSet(&pg, framework.FinalizerField(framework.PodGroupProtectionFinalizer)...)
 			sent := "no client: the PodGroupProtection admission plugin added it"
 			if len(senders) > 0 {
 				sent = fmt.Sprintf("the create or update request of %v", senders)

@@ -25,7 +25,6 @@ const (
 	managedByStatefulSetController    = "statefulset-controller"
 	groupTemplateNameAnnotation       = "scheduling.k8s.io/group-template-name"
 	parentCompositePodGroupAnnotation = "scheduling.k8s.io/parent-compositepodgroup"
-	podGroupProtectionFinalizer       = "scheduling.k8s.io/podgroup-protection"
 )
 
 // blockerLabel marks the plain pods a spec creates to take capacity away.

@@ -172,16 +172,16 @@ var _ = ginkgo.Describe("StatefulSet Workload and PodGroup", framework.KEP(6277)
 // that applies instead of creating is not told apart.)
 func expectCreatedWithProtectionFinalizer(pg *schedulingv1beta1.PodGroup, set *appsv1.StatefulSet) {
 	ginkgo.GinkgoHelper()
-	gomega.Expect(pg.Finalizers).To(gomega.ContainElement(podGroupProtectionFinalizer), "PodGroup %s", pg.Name)
+	gomega.Expect(pg.Finalizers).To(gomega.ContainElement(framework.PodGroupProtectionFinalizer), "PodGroup %s", pg.Name)
 	fields := framework.DescribeManagedFields(pg)
 	ginkgo.AddReportEntry("PodGroup "+pg.Name+" managedFields", fields)
 	creators := framework.ManagersThatSet(pg, framework.OwnerReferenceField(set.UID)...)
 	gomega.Expect(creators).NotTo(gomega.BeEmpty(),
 		"no managedFields entry of PodGroup %s owns its ownerReference to StatefulSet %s, so its creator is unknown; managedFields:\n%s", pg.Name, set.Name, fields)
-	senders := framework.ManagersThatSet(pg, framework.FinalizerField(podGroupProtectionFinalizer)...)
+	senders := framework.ManagersThatSet(pg, framework.FinalizerField(framework.PodGroupProtectionFinalizer)...)
 	gomega.Expect(senders).To(gomega.ContainElement(gomega.BeElementOf(creators)),
 		"the %s finalizer of PodGroup %s is owned by %v, not by its creator %v: the controller's create did not carry it, the PodGroupProtection admission plugin added it (an addition no manager owns); managedFields:\n%s",
-		podGroupProtectionFinalizer, pg.Name, senders, creators, fields)
+		framework.PodGroupProtectionFinalizer, pg.Name, senders, creators, fields)
 }
 
 // waitForRollout waits until the StatefulSet's rolling update is complete:
