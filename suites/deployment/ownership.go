@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/component-helpers/scheduling/schedulingv1/workloadbuilder"
 	"k8s.io/utils/ptr"
 
 	"github.com/workload-aware/apps-harness/framework"
@@ -96,7 +97,14 @@ var _ = ginkgo.Describe("Deployment Workload and PodGroup contents and ownership
 		// use objects they create and own." A PodGroup that has the name the
 		// KEP gives the ReplicaSet's PodGroup but is controlled by another
 		// ReplicaSet is not the ReplicaSet's: no pod may join it, and it is
-		// neither changed nor deleted (also not at zero replicas).
+		// neither changed nor deleted (also not at zero replicas). The decoy
+		// is what the ReplicaSet's own PodGroup would be, stamped from the
+		// Deployment's Workload with the upstream workloadbuilder (workloadRef
+		// to its template, the Workload's ownerReference) in every respect but
+		// its controller, so only the controller reference can tell them
+		// apart. It is stamped at zero replicas, so its minCount is the
+		// template's then, and the scale to 2 gives anything that syncs it
+		// from the template a different value to write.
 		ginkgo.It("never uses, changes or deletes a PodGroup of the expected name controlled by another ReplicaSet", framework.ID("D-U5", "D-U2"), func(ctx context.Context) {
 			d := create(ctx, recreate(f, "squatted", 0, "100m").Obj(), gang(nil))
 			var rs appsv1.ReplicaSet
@@ -108,11 +116,18 @@ var _ = ginkgo.Describe("Deployment Workload and PodGroup contents and ownership
 				return rss
 			}).WithTimeout(f.Timeouts.PodsBound).WithPolling(f.Timeouts.Poll).Should(gomega.HaveLen(1), "waiting for the Deployment's ReplicaSet")
 			name := d.Name + "-" + rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
+			w := theWorkload(ctx, f, d)
+			gomega.Expect(w.Spec.PodGroupTemplates).To(gomega.HaveLen(1), "the Deployment's Workload has one PodGroupTemplate")
 
-			ginkgo.By("a PodGroup named " + name + " controlled by another ReplicaSet")
+			ginkgo.By("a PodGroup named " + name + ", stamped from template " + w.Spec.PodGroupTemplates[0].Name + " of Workload " + w.Name + ", controlled by another ReplicaSet")
 			other := foreignReplicaSet(ctx, f, "another-owner")
-			foreign, err := f.ClientSet.SchedulingV1beta1().PodGroups(f.Namespace).Create(ctx, builder.PodGroup(name, f.Namespace).Gang(7).
-				OwnerReference(*metav1.NewControllerRef(other, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))).Obj(), metav1.CreateOptions{})
+			stamped, err := workloadbuilder.NewBuilderFromExistingWorkload(&w, workloadbuilder.BuildOptions{
+				Owner: metav1.NewControllerRef(other, appsv1.SchemeGroupVersion.WithKind("ReplicaSet")),
+			}).NewPodGroup(name, w.Spec.PodGroupTemplates[0].Name)
+			gomega.Expect(err).NotTo(gomega.HaveOccurred(), "stamping the decoy PodGroup")
+			decoy := builder.WrapPodGroup(stamped).OwnerReference(metav1.OwnerReference{
+				APIVersion: schedulingv1beta1.SchemeGroupVersion.String(), Kind: "Workload", Name: w.Name, UID: w.UID}).Obj()
+			foreign, err := f.ClientSet.SchedulingV1beta1().PodGroups(f.Namespace).Create(ctx, decoy, metav1.CreateOptions{})
 			gomega.Expect(err).NotTo(gomega.HaveOccurred())
 
 			ginkgo.By("scaling the Deployment to 2")

@@ -69,10 +69,16 @@ var _ = ginkgo.Describe("StatefulSets with Workloads and PodGroups they did not 
 				expectWorkloadUntouched(ctx, f, byo)
 			})
 
+		// KEP-6277, Scale Lifecycle: "A PodGroup supplied by another actor is
+		// never mutated either", though a PodGroup the controller created
+		// "syncs the PodGroup's minCount from that template". The user's
+		// PodGroup therefore has a minCount (1) that no sync would write: not
+		// its template's (2), nor any spec.replicas the spec goes through (3,
+		// 4, 2). So a controller that syncs it, from either, changes its spec.
 		ginkgo.It("uses a user's PodGroup as-is: its pods join it, and scaling and deletion change neither it nor the user's Workload",
 			framework.ID("S-U15", "S-U17", "S-U11"), func(ctx context.Context) {
 				byo := createWorkload(ctx, f, userWorkload(f, "users-workload", "own-group", "members", 2))
-				userPG := createPodGroup(ctx, f, builder.PodGroup("users-group", f.Namespace).WorkloadRef(byo.Name, "members").Gang(2).Obj())
+				userPG := createPodGroup(ctx, f, builder.PodGroup("users-group", f.Namespace).WorkloadRef(byo.Name, "members").Gang(1).Obj())
 				set := create(ctx, parallel(f, "own-group", 3, "100m").Obj(), gang())
 				a := apps.StatefulSet(set)
 				apps.WaitForRunning(ctx, f, a, 3)
