@@ -280,32 +280,11 @@ fi
 
 # --- 3-5. one cluster and one suite run per variant ---
 
-# Hooks a vendor would give for its own cluster; ours drive the mutant
-# cluster with was-harness. The suite runs them as `sh -c "$CMD" sh ARGS...`.
-write_hooks() {
-  local dir=$1 cdir=$2
-  mkdir -p "$dir"
-  cat >"$dir/controller-restart.sh" <<EOF
-#!/usr/bin/env bash
-# CONTROLLER_RESTART_COMMAND: stop (idle: no controllers) or start the implementation's controllers.
-set -euo pipefail
-case \$1 in
-  stop) exec "$HARNESS" cluster restart --dir "$cdir" --component was-controller-manager --arg controllers= ;;
-  start) exec "$HARNESS" cluster restart --dir "$cdir" --component was-controller-manager --reset ;;
-  *) echo "controller-restart: want stop or start, got \$1" >&2; exit 2 ;;
-esac
-EOF
-  cat >"$dir/reconfigure.sh" <<EOF
-#!/usr/bin/env bash
-# RECONFIGURE_COMMAND: restart component \$1 with feature gates \$2 and runtime-config \$3 merged over its own.
-set -euo pipefail
-args=(cluster restart --dir "$cdir" --component "\$1")
-[[ -n \${2:-} ]] && args+=(--feature-gates "\$2")
-[[ -n \${3:-} ]] && args+=(--runtime-config "\$3")
-exec "$HARNESS" "\${args[@]}"
-EOF
-  chmod +x "$dir/controller-restart.sh" "$dir/reconfigure.sh"
-}
+# The vendor hooks are those of a `make cluster-up` cluster
+# (hack/reconfigure-local.sh, hack/controller-restart-local.sh), pointed at the
+# mutant cluster with CLUSTER_DIR and HARNESS; given as bare paths, they read
+# their arguments from WAS_COMPONENT, WAS_FEATURE_GATES, WAS_RUNTIME_CONFIG and
+# WAS_CONTROLLER_ACTION, which the suite sets.
 
 # run_variant NAME DISRUPTIVE [SUITE ARGS...]: measure, timed (the seconds,
 # cluster start and stop included, go to $RESULTS/NAME/seconds).
@@ -336,7 +315,6 @@ measure() {
     log "[$name] ids scope: $count specs, label filter $filter"
   fi
   cluster_dir=$vwork/cluster
-  write_hooks "$vwork/hooks" "$cluster_dir"
 
   log "[$name] starting a cluster whose add-on runs this build of was-controller-manager"
   if ! "$HARNESS" cluster up --dir "$cluster_dir" --output-dir "$OUTPUT_DIR" --kube-version "$KUBE_VERSION" \
@@ -363,8 +341,9 @@ measure() {
     local rc=0
     (cd "$WORK/src" && env E2E_KUBECONFIG="$kubeconfig" ARTIFACTS="$vdir" OUTPUT_DIR="$WORK/output" \
       E2E_BINARY="$WORK/output/bin/e2e.test" LABEL_FILTER="$filter" ALLOW_DISRUPTIVE="$allow" UNIT_JSON= \
-      CONTROLLER_RESTART_COMMAND="$vwork/hooks/controller-restart.sh \"\$1\"" \
-      RECONFIGURE_COMMAND="$vwork/hooks/reconfigure.sh \"\$1\" \"\$2\" \"\$3\"" \
+      CLUSTER_DIR="$cluster_dir" HARNESS="$HARNESS" \
+      CONTROLLER_RESTART_COMMAND="$WORK/src/hack/controller-restart-local.sh" \
+      RECONFIGURE_COMMAND="$WORK/src/hack/reconfigure-local.sh" \
       hack/e2e.sh "${suite_args[@]}") >"$vdir/run.log" 2>&1 || rc=$?
     # What hack/e2e.sh ended up filtering on (it adds !Disruptive in vendor mode).
     sed -n 's/.*label filter: //p' "$vdir/run.log" | tail -n 1 >"$vdir/label-filter"
