@@ -69,6 +69,7 @@ type options struct {
 	controllers        []string
 	bindAddress        string
 	webhookBindAddress string
+	pprofAddress       string
 	tlsCertFile        string
 	tlsKeyFile         string
 	useSACredentials   bool
@@ -89,6 +90,7 @@ func main() {
 	fs.StringSliceVar(&o.controllers, "controllers", knownControllers, fmt.Sprintf("controllers to run, of %v; empty runs none (admission only)", knownControllers))
 	fs.StringVar(&o.bindAddress, "bind-address", "127.0.0.1:10290", "address of the plain HTTP server for /healthz and /metrics (keep it on loopback: `was-controller-manager probe` checks /healthz from inside the pod)")
 	fs.StringVar(&o.webhookBindAddress, "webhook-bind-address", "", "address of the HTTPS validating webhook; empty disables it")
+	fs.StringVar(&o.pprofAddress, "pprof-address", "", "address serving net/http/pprof under /debug/pprof/ (for profiling, e.g. 127.0.0.1:6060; keep it on loopback: profiles are unauthenticated); empty disables it")
 	fs.StringVar(&o.tlsCertFile, "tls-cert-file", "", "serving certificate of the webhook (reloaded when the file changes)")
 	fs.StringVar(&o.tlsKeyFile, "tls-private-key-file", "", "serving key of the webhook")
 	fs.BoolVar(&o.useSACredentials, "use-service-account-credentials", true, "run each controller with its own kube-system service account, as kube-controller-manager does")
@@ -166,8 +168,11 @@ func run(ctx context.Context, o options) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", legacyregistry.Handler())
 	mux.Handle("/healthz", health)
-	serveErr := make(chan error, 4) // both servers, the election, the leader's start
+	serveErr := make(chan error, 5) // the three servers, the election, the leader's start
 	go func() { serveErr <- serve(ctx, newServer(o.bindAddress, mux, nil)) }()
+	if o.pprofAddress != "" {
+		go func() { serveErr <- serve(ctx, newPprofServer(o.pprofAddress)) }()
+	}
 
 	if o.webhookBindAddress != "" {
 		if err := startWebhook(ctx, o, root, health, serveErr); err != nil {
