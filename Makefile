@@ -127,6 +127,11 @@ e2e-kind: tools ## Run the suites on a kind cluster (needs Docker and kind; see 
 bench: tools ## Run the Benchmark specs only; figures in $(ARTIFACTS)/bench_deployment.md.
 	LABEL_FILTER=Benchmark hack/e2e.sh
 
+.PHONY: bench-scale
+bench-scale: tools ## The reference controllers at scale on 128 kwok nodes, gates on vs off (BENCH_N='25 50 100 200', BENCH_QUICK=1: N=25, BENCH_PPROF=1: CPU profiles); $(ARTIFACTS)/bench-scale.md and .png.
+	$(OUTPUT_DIR)/bin/bench-scale --artifacts $(ARTIFACTS) --output-dir $(OUTPUT_DIR) --kube-version $(KUBE_VERSION) \
+	  $(if $(BENCH_N),--n '$(BENCH_N)') $(if $(filter 1,$(BENCH_QUICK)),--quick) $(if $(filter 1,$(BENCH_PPROF)),--cpu-profile)
+
 .PHONY: report
 report: tools ## Write $(ARTIFACTS)/testplan.md and .html from junit_e2e.xml and this run's unit.json (UNIT_JSON=file: that file, whichever run wrote it).
 	$(REPORT) --junit $(ARTIFACTS)/junit_e2e.xml --out $(ARTIFACTS)/testplan.md \

@@ -84,11 +84,12 @@ func (c *Cluster) KubeconfigPath() string { return c.paths.adminKubeconfig() }
 func (c *Cluster) LogPath(name Component) string { return c.paths.log(name) }
 
 // AuditLogPath is the apiserver's audit log: one JSON event per write to
-// scheduling.k8s.io Workloads and PodGroups (see auditPolicy).
+// scheduling.k8s.io Workloads and PodGroups (see DefaultAuditPolicy), or
+// what Config.AuditPolicy asks for.
 func (c *Cluster) AuditLogPath() string { return c.paths.auditLog() }
 
-// auditPolicy records who writes Workloads and PodGroups, and nothing else.
-const auditPolicy = `apiVersion: audit.k8s.io/v1
+// DefaultAuditPolicy records who writes Workloads and PodGroups, and nothing else.
+const DefaultAuditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived]
 rules:
@@ -169,7 +170,11 @@ func (c *Cluster) Start(ctx context.Context) (err error) {
 	if err := os.WriteFile(c.paths.kwokConfig, kwoknodes.Stages(), 0o644); err != nil {
 		return err
 	}
-	if err := os.WriteFile(c.paths.auditPolicy, []byte(auditPolicy), 0o644); err != nil {
+	policy := c.cfg.AuditPolicy
+	if policy == "" {
+		policy = DefaultAuditPolicy
+	}
+	if err := os.WriteFile(c.paths.auditPolicy, []byte(policy), 0o644); err != nil {
 		return err
 	}
 	for _, name := range c.components() {

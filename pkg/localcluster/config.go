@@ -156,6 +156,11 @@ type Config struct {
 	Nodes kwoknodes.Topology
 	// ReadyTimeout bounds the wait for each component and for the nodes.
 	ReadyTimeout time.Duration
+	// AuditPolicy is kube-apiserver's audit policy (YAML); empty: the
+	// default, which records only writes to Workloads and PodGroups
+	// (DefaultAuditPolicy). A benchmark widens it to count a component's
+	// every request.
+	AuditPolicy string `json:"auditPolicy,omitempty"`
 	// Detach lets the processes outlive the Go process that started them (for
 	// `make cluster-up`). Without it every component is killed by the kernel
 	// when the starting process dies, so an interrupted test run leaves nothing.

@@ -1,0 +1,170 @@
+package benchscale
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/workload-aware/apps-harness/framework"
+)
+
+// ControllerUsers are the identities the implementation's controllers act
+// as on the local cluster: the process's own (informers, leader election)
+// and the kube-system service account of each controller, as
+// kube-controller-manager's --use-service-account-credentials does.
+var ControllerUsers = []string{
+	"was-controller-manager",
+	"system:serviceaccount:kube-system:deployment-controller",
+	"system:serviceaccount:kube-system:replicaset-controller",
+	"system:serviceaccount:kube-system:statefulset-controller",
+}
+
+// AuditPolicy widens the local cluster's default policy for the benchmark:
+// every request of users at Metadata level (who, verb, resource; no bodies,
+// so the log stays small), and, as by default, every write to Workloads and
+// PodGroups whoever makes it. Rules match in order.
+func AuditPolicy(users []string) string {
+	quoted := make([]string, len(users))
+	for i, u := range users {
+		quoted[i] = fmt.Sprintf("%q", u)
+	}
+	return `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  users: [` + strings.Join(quoted, ", ") + `]
+- level: Metadata
+  verbs: [create, update, patch, delete]
+  resources:
+  - group: scheduling.k8s.io
+    resources: [workloads, podgroups]
+- level: None
+`
+}
+
+// Requests counts API requests keyed "verb resource[/subresource]".
+type Requests map[string]int
+
+// Total is the number of requests.
+func (r Requests) Total() int {
+	n := 0
+	for _, v := range r {
+		n += v
+	}
+	return n
+}
+
+// String lists the counts, largest first (ties by key).
+func (r Requests) String() string {
+	keys := slices.Collect(maps.Keys(r))
+	slices.SortFunc(keys, func(a, b string) int {
+		if r[a] != r[b] {
+			return r[b] - r[a]
+		}
+		return strings.Compare(a, b)
+	})
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, r[k]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// AuditSummary is what a stretch of the audit log says about one phase.
+type AuditSummary struct {
+	// Requests are the requests of the audited users (AuditFilter.Users),
+	// in every namespace and cluster-scoped.
+	Requests Requests
+	// SchedulingWrites are the writes to Workloads and PodGroups in
+	// AuditFilter.Namespace, keyed as framework.AuditedWrites keys them
+	// ("<user>: <verb> <resource>", kube-system service accounts shortened
+	// to their name), so they compare with the suites' expected lists.
+	SchedulingWrites framework.WriteCounts
+}
+
+// AuditFilter selects the events a summary counts.
+type AuditFilter struct {
+	Users     []string
+	Namespace string
+}
+
+type auditEvent struct {
+	Stage string `json:"stage"`
+	Verb  string `json:"verb"`
+	User  struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	ObjectRef struct {
+		Resource    string `json:"resource"`
+		Subresource string `json:"subresource"`
+		Namespace   string `json:"namespace"`
+		APIGroup    string `json:"apiGroup"`
+	} `json:"objectRef"`
+}
+
+// ParseAudit reads audit events (JSON lines, as kube-apiserver's log
+// backend writes them). A request is counted once: at ResponseComplete,
+// except a watch, which is counted when it starts (ResponseStarted), since
+// it may outlive the phase. Lines that are not events are skipped (the log
+// may be read while the apiserver appends to it: the last line can be
+// partial).
+func ParseAudit(r io.Reader, f AuditFilter) (AuditSummary, error) {
+	out := AuditSummary{Requests: Requests{}, SchedulingWrites: framework.WriteCounts{}}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var ev auditEvent
+		if json.Unmarshal(sc.Bytes(), &ev) != nil {
+			continue
+		}
+		once := ev.Stage == "ResponseComplete" && ev.Verb != "watch" || ev.Stage == "ResponseStarted" && ev.Verb == "watch"
+		if !once {
+			continue
+		}
+		res := ev.ObjectRef.Resource
+		if ev.ObjectRef.Subresource != "" {
+			res += "/" + ev.ObjectRef.Subresource
+		}
+		if slices.Contains(f.Users, ev.User.Username) {
+			out.Requests[ev.Verb+" "+res]++
+		}
+		scheduling := ev.ObjectRef.APIGroup == "scheduling.k8s.io" && (res == "workloads" || res == "podgroups")
+		write := ev.Verb == "create" || ev.Verb == "update" || ev.Verb == "patch" || ev.Verb == "delete"
+		if scheduling && write && ev.ObjectRef.Namespace == f.Namespace {
+			user := strings.TrimPrefix(ev.User.Username, "system:serviceaccount:kube-system:")
+			out.SchedulingWrites[user+": "+ev.Verb+" "+res]++
+		}
+	}
+	return out, sc.Err()
+}
+
+// ReadAuditFrom parses the log at path from byte offset on.
+func ReadAuditFrom(path string, offset int64, f AuditFilter) (AuditSummary, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return AuditSummary{}, err
+	}
+	defer fh.Close()
+	if _, err := fh.Seek(offset, io.SeekStart); err != nil {
+		return AuditSummary{}, err
+	}
+	return ParseAudit(fh, f)
+}
+
+// FileSize is the current size of path (0 if it does not exist yet).
+func FileSize(path string) int64 {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
