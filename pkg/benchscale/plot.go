@@ -3,8 +3,10 @@ package benchscale
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -71,7 +73,7 @@ func panel(r Results, title, ylabel string, value func(Phase) float64) (*plot.Pl
 	p.X.Label.Text = "N (Deployments; StatefulSets are N/2)"
 	p.Y.Label.Text = ylabel
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker, p.Y.Tick.Marker = nTicks(r.Ns()), plot.LogTicks{Prec: -1}
+	p.X.Tick.Marker, p.Y.Tick.Marker = nTicks(r.Ns()), logTicks{}
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Add(plotter.NewGrid())
 	for _, mode := range []Mode{GatesOn, GatesOff} {
@@ -118,6 +120,23 @@ func (t nTicks) Ticks(min, max float64) []plot.Tick {
 	for _, n := range t {
 		if float64(n) >= min && float64(n) <= max {
 			out = append(out, plot.Tick{Value: float64(n), Label: fmt.Sprint(n)})
+		}
+	}
+	return out
+}
+
+// logTicks labels 1, 2 and 5 times each power of ten in range, so a log
+// axis spanning less than a decade still has labels.
+type logTicks struct{}
+
+func (logTicks) Ticks(min, max float64) []plot.Tick {
+	var out []plot.Tick
+	for e := math.Floor(math.Log10(min)); e <= math.Ceil(math.Log10(max)); e++ {
+		for _, m := range []float64{1, 2, 5} {
+			v := m * math.Pow(10, e)
+			if v >= min && v <= max {
+				out = append(out, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', -1, 64)})
+			}
 		}
 	}
 	return out

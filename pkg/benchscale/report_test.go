@@ -169,3 +169,20 @@ func TestPlotWritesBothFormats(t *testing.T) {
 		t.Error("a .gif path gave no error")
 	}
 }
+
+func TestLogTicksLabelLessThanADecade(t *testing.T) {
+	var got []string
+	for _, tk := range (logTicks{}).Ticks(3, 30) {
+		got = append(got, tk.Label)
+	}
+	if strings.Join(got, ",") != "5,10,20" {
+		t.Errorf("ticks in [3,30]: %v, want 5,10,20", got)
+	}
+	got = nil
+	for _, tk := range (nTicks{25, 50, 100, 200}).Ticks(20, 120) {
+		got = append(got, tk.Label)
+	}
+	if strings.Join(got, ",") != "25,50,100" {
+		t.Errorf("N ticks in [20,120]: %v, want 25,50,100", got)
+	}
+}
