@@ -54,9 +54,9 @@ binaries: ## Build the pinned control-plane binaries and the skew kube-scheduler
 	KUBE_VERSION=$(SKEW_KUBE_VERSION) KUBE_BINARIES=kube-scheduler hack/build-binaries.sh
 
 .PHONY: tools
-tools: ## Build the harness's own commands into _output/bin.
+tools: ## Build the harness's own commands, and the ginkgo CLI of go.mod's version (parallel runs), into _output/bin.
 	@mkdir -p $(OUTPUT_DIR)/bin
-	go build -o $(OUTPUT_DIR)/bin/ ./cmd/... ./controllers/cmd/...
+	go build -o $(OUTPUT_DIR)/bin/ ./cmd/... ./controllers/cmd/... github.com/onsi/ginkgo/v2/ginkgo
 
 .PHONY: verify
 verify: ## In seconds, without a cluster: every test-plan id has a spec (dry run of the e2e suite) or a unit test (go test -list).

@@ -13,9 +13,11 @@ import (
 	"github.com/workload-aware/apps-harness/pkg/localcluster"
 )
 
-// LocalCluster is the cluster this process started, or nil when the suite
-// runs against an existing cluster (or in a Ginkgo process other than the
-// first). Disruptive specs that restart components need it: see RequireLocalCluster.
+// LocalCluster is the cluster the suite started, or nil when the suite runs
+// against an existing cluster. Ginkgo process 1 started it; the others of a
+// parallel run attach to it (ConnectSuite) to read its configuration and
+// logs. Disruptive specs that restart components need it (RequireLocalCluster);
+// they are Serial, so they run on process 1.
 var LocalCluster *localcluster.Cluster
 
 // SetupCluster runs once per suite, on Ginkgo process 1: it starts a local

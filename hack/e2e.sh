@@ -32,6 +32,12 @@ UNIT_JSON=${UNIT_JSON:-}
 GINKGO_TIMEOUT=${GINKGO_TIMEOUT:-40m}
 # Where the compiled suite goes; set it to run several suites side by side.
 E2E_BINARY=${E2E_BINARY:-$OUTPUT_DIR/bin/e2e.test}
+# Ginkgo processes running specs side by side on the one cluster. The specs
+# mostly wait (on the scheduler, on controllers, on Consistently windows), so
+# more processes than cores pays; Serial specs (whole-cluster capacity,
+# component restarts) still run alone, on process 1, after the others.
+PROCS=${PROCS:-4}
+GINKGO=${GINKGO:-$OUTPUT_DIR/bin/ginkgo}
 export GOFLAGS="${GOFLAGS:-} -buildvcs=false"
 mkdir -p "$ARTIFACTS"
 log() { printf '[e2e %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -61,21 +67,28 @@ log "step 3/4: running the suites (spec progress below; full log in $ARTIFACTS/e
 log "label filter: ${LABEL_FILTER:-(none: every spec)}"
 # The suite rewrites it (prerequisite check); a stale one would mislead the report.
 rm -f "$ARTIFACTS/environment.json"
-args=(
-  --ginkgo.v
-  --ginkgo.junit-report="$ARTIFACTS/junit_e2e.xml"
-  --ginkgo.timeout="$GINKGO_TIMEOUT"
+# Ginkgo's own flags go to the ginkgo CLI, which starts $PROCS copies of the
+# compiled suite and merges their reports; the suite's flags follow "--".
+ginkgo_args=(
+  --procs="$PROCS"
+  -v
+  --junit-report="$ARTIFACTS/junit_e2e.xml"
+  --timeout="$GINKGO_TIMEOUT"
+)
+suite_args=(
   --artifacts="$ARTIFACTS"
   --output-dir="$OUTPUT_DIR"
   --kube-version="$KUBE_VERSION"
   --skew-kube-version="$SKEW_KUBE_VERSION"
   --addon="$WAS_ADDON"
 )
-[[ -n $E2E_KUBECONFIG ]] && args+=(--kubeconfig="$E2E_KUBECONFIG")
-[[ -n $LABEL_FILTER ]] && args+=(--ginkgo.label-filter="$LABEL_FILTER")
-[[ -t 1 ]] || args+=(--ginkgo.no-color) # plain text in CI logs and e2e.log
+[[ -n $E2E_KUBECONFIG ]] && suite_args+=(--kubeconfig="$E2E_KUBECONFIG")
+[[ -n $LABEL_FILTER ]] && ginkgo_args+=(--label-filter="$LABEL_FILTER")
+[[ -t 1 ]] || ginkgo_args+=(--no-color) # plain text in CI logs and e2e.log
+[[ -x $GINKGO ]] || { log "ERROR: $GINKGO is missing: run 'make tools' (it builds the ginkgo CLI of go.mod's version)"; exit 2; }
+log "processes: $PROCS (PROCS=); Serial specs run alone after the others"
 rc=0
-"$E2E_BINARY" "${args[@]}" "$@" 2>&1 | tee "$ARTIFACTS/e2e.log" || rc=$?
+"$GINKGO" run "${ginkgo_args[@]}" "$@" "$E2E_BINARY" -- "${suite_args[@]}" 2>&1 | tee "$ARTIFACTS/e2e.log" || rc=$?
 
 log "step 4/4: test-plan report"
 if [[ -n $UNIT_JSON ]]; then

@@ -61,7 +61,7 @@
 #                          they are now) or head (git archive HEAD)
 #   MUTATION_WORK=DIR      scratch directory (default: a new one under /tmp,
 #                          removed at the end unless MUTATION_KEEP=1)
-#   extra arguments        go to the suite binary, e.g. --ginkgo.focus='D-I3'
+#   extra arguments        go to the ginkgo CLI (hack/e2e.sh), e.g. --focus='D-I3'
 #
 # `hack/mutation.sh refresh` rewrites, in hack/mutation/, the patches that no
 # longer apply as they are but still merge cleanly (git apply -3) into the
@@ -207,8 +207,8 @@ log "all ${#patches[@]} patches apply; ${#selected[@]} selected: $(for p in "${s
 # --- 2. build the tools once and every selected variant ---
 rm -rf "$RESULTS"
 mkdir -p "$RESULTS" "$WORK/output/bin"
-log "building was-harness and testplan-report from the snapshot"
-(cd "$WORK/src" && go build -o "$WORK/output/bin/" ./cmd/was-harness ./cmd/testplan-report)
+log "building was-harness, testplan-report and the ginkgo CLI from the snapshot"
+(cd "$WORK/src" && go build -o "$WORK/output/bin/" ./cmd/was-harness ./cmd/testplan-report github.com/onsi/ginkgo/v2/ginkgo)
 ln -sfn "$OUTPUT_DIR/bin/kube" "$WORK/output/bin/kube"
 [[ -e $OUTPUT_DIR/bin/tools ]] && ln -sfn "$OUTPUT_DIR/bin/tools" "$WORK/output/bin/tools"
 HARNESS=$WORK/output/bin/was-harness
@@ -336,7 +336,7 @@ measure() {
     local allow=""
     [[ $disruptive == 1 ]] && allow=1
     local suite_args=("$@")
-    [[ $MUTATION_FAIL_FAST == 1 ]] && suite_args+=(--ginkgo.fail-fast)
+    [[ $MUTATION_FAIL_FAST == 1 ]] && suite_args+=(--fail-fast)
     log "[$name] running the vendor-mode suite, $MUTATION_SCOPE scope (Disruptive specs through the hooks: $([[ $allow == 1 ]] && echo yes || echo no))"
     local rc=0
     (cd "$WORK/src" && env E2E_KUBECONFIG="$kubeconfig" ARTIFACTS="$vdir" OUTPUT_DIR="$WORK/output" \

@@ -9,9 +9,7 @@
 package e2e
 
 import (
-	"context"
 	"flag"
-	"fmt"
 	"os"
 	"testing"
 
@@ -40,19 +38,9 @@ func TestE2E(t *testing.T) {
 	ginkgo.RunSpecs(t, "Workload-Aware Scheduling for apps/v1 conformance")
 }
 
-var _ = ginkgo.SynchronizedBeforeSuite(func(ctx context.Context) []byte {
-	return framework.SetupCluster(ctx)
-}, func(ctx context.Context, kubeconfig []byte) {
-	framework.ConnectCluster(kubeconfig)
-	// Windows and bounds follow the cluster's measured speed (framework.Calibration).
-	c, err := framework.CalibrateTimeouts(ctx, framework.ClientSet())
-	if err != nil {
-		ginkgo.GinkgoWriter.Printf("calibration failed, keeping the configured timeouts: %v\n", err)
-		return
-	}
-	fmt.Fprintf(os.Stderr, "[calibration] create-to-bound %v (slowest %v): Eventually bounds x%.2f, nothing-happens windows %v\n",
-		c.Samples, c.Slowest, c.Scale, c.Timeouts.StaysUnbound)
-})
+// Process 1 starts (or checks) the cluster and calibrates the timeouts once;
+// every process, in a parallel run too, connects with what it measured.
+var _ = ginkgo.SynchronizedBeforeSuite(framework.SetupSuite, framework.ConnectSuite)
 
 var _ = ginkgo.ReportAfterSuite("summary", func(report ginkgo.Report) {
 	if err := framework.WriteSummary(report); err != nil {
