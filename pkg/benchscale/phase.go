@@ -222,7 +222,9 @@ func (e *env) createObjects(ctx context.Context, ns string, n int, kind Kind) (m
 	var jobs []job
 	for i := range n {
 		name := fmt.Sprintf("d-%03d", i)
-		d := builder.Deployment(name, ns).Replicas(replicas).Request(corev1.ResourceCPU, podCPU).Obj()
+		// Recreate: the admission refuses a gang that a rolling update would
+		// split across two revisions; plain ones get the same, like for like.
+		d := builder.Deployment(name, ns).Replicas(replicas).Recreate().Request(corev1.ResourceCPU, podCPU).Obj()
 		jobs = append(jobs, job{name, func(ctx context.Context) error { _, err := e.intent.CreateDeployment(ctx, d, dIntent); return err }})
 		if i%2 == 1 {
 			name := fmt.Sprintf("s-%03d", i/2)

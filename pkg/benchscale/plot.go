@@ -76,6 +76,7 @@ func panel(r Results, title, ylabel string, value func(Phase) float64) (*plot.Pl
 	p.X.Tick.Marker, p.Y.Tick.Marker = nTicks(r.Ns()), logTicks{}
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Add(plotter.NewGrid())
+	drawn := 0
 	for _, mode := range []Mode{GatesOn, GatesOff} {
 		for _, kind := range []Kind{Gang, Plain} {
 			var pts plotter.XYs
@@ -100,7 +101,11 @@ func panel(r Results, title, ylabel string, value func(Phase) float64) (*plot.Pl
 			}
 			p.Add(line, points)
 			p.Legend.Add(name, line, points)
+			drawn++
 		}
+	}
+	if drawn == 0 {
+		return nil, fmt.Errorf("%s: no completed phase with a positive value to draw", title)
 	}
 	// A log axis needs a range: one N (the quick mode), or one value, gets
 	// a margin either side.

@@ -186,3 +186,12 @@ func TestLogTicksLabelLessThanADecade(t *testing.T) {
 		t.Errorf("N ticks in [20,120]: %v, want 25,50,100", got)
 	}
 }
+
+// TestPlotWithoutCompletedPhaseIsAnError: a run whose every phase failed has
+// nothing to draw on log axes; Plot says so instead of panicking.
+func TestPlotWithoutCompletedPhaseIsAnError(t *testing.T) {
+	r := Results{{Mode: GatesOn, N: 25, Kind: Gang, Failed: "denied"}}
+	if err := Plot(r, filepath.Join(t.TempDir(), "p.png")); err == nil {
+		t.Error("no error for a plot without data")
+	}
+}
