@@ -70,6 +70,14 @@ func (f *Framework) cleanup(ctx context.Context) {
 	if err != nil && !apierrors.IsNotFound(err) {
 		ginkgo.Fail(fmt.Sprintf("deleting namespace %s: %v", f.Namespace, err))
 	}
+	// The namespace controller reaches the pods only after listing and
+	// deleting every other namespaced resource at kube-controller-manager's
+	// client rate, which takes seconds, more when parallel specs clean up at
+	// once. The namespace is terminating now, so no controller can create
+	// pods in it: start their (graceful) deletion at once.
+	if err := f.ClientSet.CoreV1().Pods(f.Namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		ginkgo.GinkgoWriter.Printf("deleting the pods of namespace %s (the namespace controller will): %v\n", f.Namespace, err)
+	}
 	gomega.Eventually(ctx, func(ctx context.Context) ([]string, error) {
 		pods, err := f.ClientSet.CoreV1().Pods(f.Namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {

@@ -96,6 +96,12 @@ func (c *Cluster) controllerManagerFlags() []arg {
 		// Node health is checked every second rather than every five, so
 		// new kwok nodes lose their not-ready taint within a second.
 		arg{"node-monitor-period", "1s"},
+		// The default client rate (20/s, burst 30) makes the namespace
+		// controller take seconds per deleted namespace (a list and a delete
+		// per resource type) and the garbage collector queue behind it, when
+		// a parallel suite creates and deletes namespaces by the dozen.
+		arg{"kube-api-qps", "100"},
+		arg{"kube-api-burst", "200"},
 	)
 }
 
