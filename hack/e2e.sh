@@ -36,7 +36,7 @@ E2E_BINARY=${E2E_BINARY:-$OUTPUT_DIR/bin/e2e.test}
 # mostly wait (on the scheduler, on controllers, on Consistently windows), so
 # more processes than cores pays; Serial specs (whole-cluster capacity,
 # component restarts) still run alone, on process 1, after the others.
-PROCS=${PROCS:-4}
+PROCS=${PROCS:-6}
 GINKGO=${GINKGO:-$OUTPUT_DIR/bin/ginkgo}
 export GOFLAGS="${GOFLAGS:-} -buildvcs=false"
 mkdir -p "$ARTIFACTS"

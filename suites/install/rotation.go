@@ -32,8 +32,9 @@ import (
 )
 
 // rotationValidity is the certificate lifetime the spec runs the webhook
-// with: the webhook renews it when a third is left, so about 80 s in.
-const rotationValidity = 2 * time.Minute
+// with: the webhook renews it when a third is left, so about 40 s in, and a
+// renewal that fails leaves 20 s of requests to reject before it expires.
+const rotationValidity = time.Minute
 
 // Event reasons the webhook records on its Secret (docs/install.md).
 const (
