@@ -37,9 +37,29 @@ func SchedulableNodes(ctx context.Context, f *Framework) []corev1.Node {
 	return out
 }
 
-// MeasureCapacity reads the schedulable nodes' CPU; it skips the spec on a
-// cluster whose nodes differ too much for one-pod-per-node sizing.
+// MeasureCapacity reads the schedulable nodes' CPU for a spec that relies on
+// the cluster's whole capacity (a gang that must not fit, a preemptor that
+// fits only by evicting): it skips the spec on a cluster whose nodes differ
+// too much for one-pod-per-node sizing. Such a claim holds only while no
+// other spec's pods take capacity, so it fails in a spec that is not Serial;
+// a spec that only sizes its pods relative to one node uses NodeSize.
 func MeasureCapacity(ctx context.Context, f *Framework) Capacity {
+	ginkgo.GinkgoHelper()
+	if !ginkgo.CurrentSpecReport().IsSerial {
+		ginkgo.Fail("MeasureCapacity in a spec that is not Serial: specs in other Ginkgo processes take capacity at any time; " +
+			"label the spec framework.Serial, or use NodeSize if it only sizes pods relative to one node")
+	}
+	return measureCapacity(ctx, f)
+}
+
+// NodeSize reads the same figures as MeasureCapacity for a spec that runs
+// beside others and only sizes its pods relative to one node (for example
+// 3/8 of a node, so that four pods need two nodes of a domain).
+func NodeSize(ctx context.Context, f *Framework) Capacity {
+	return measureCapacity(ctx, f)
+}
+
+func measureCapacity(ctx context.Context, f *Framework) Capacity {
 	nodes := SchedulableNodes(ctx, f)
 	c := Capacity{Nodes: len(nodes)}
 	for i, n := range nodes {

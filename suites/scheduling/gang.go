@@ -65,7 +65,7 @@ var _ = ginkgo.Describe("Gang scheduling on the harness cluster", framework.Harn
 			framework.WithFeatureGate(framework.TopologyAwareWorkloadScheduling), func(ctx context.Context) {
 				key := framework.TestContext.TopologyKey
 				domains := framework.NodesByLabel(ctx, f, key)
-				fit := framework.MeasureCapacity(ctx, f)
+				fit := framework.NodeSize(ctx, f)
 				// 3/8 of a node per pod: two pods per node, so four pods need two
 				// nodes. Without the constraint the scheduler spreads them.
 				perPod := fit.Fraction(3, 8)

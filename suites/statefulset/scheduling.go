@@ -55,7 +55,7 @@ var _ = ginkgo.Describe("StatefulSet gangs on the scheduler", framework.KEP(6277
 				if !framework.AnyDomainHasNodes(domains, 2) {
 					ginkgo.Skip(fmt.Sprintf("needs a %s domain with at least 2 nodes; domains: %v", key, domains))
 				}
-				fit := framework.MeasureCapacity(ctx, f)
+				fit := framework.NodeSize(ctx, f)
 				// 3/8 of a node per pod: four pods need two nodes, which only a
 				// domain-aware placement keeps in one domain.
 				set := create(ctx, parallel(f, "placed", 4, fit.Fraction(3, 8)).Obj(), withTopology(gang(), key))
