@@ -138,7 +138,7 @@ func StopWorkDir(workDir string) ([]string, error) {
 			continue
 		}
 		p := &process{name: sc.Name, pid: sc.PID, log: sc.Log}
-		if err := p.stop(10 * time.Second); err != nil {
+		if err := p.stop(stopGrace(sc.Name, 10*time.Second)); err != nil {
 			errs = append(errs, err)
 			continue
 		}
