@@ -40,6 +40,7 @@ func WriteSummary(report ginkgo.Report) error {
 		report.RunTime.Round(time.Second), counts[types.SpecStatePassed],
 		counts[types.SpecStateFailed]+counts[types.SpecStatePanicked]+counts[types.SpecStateTimedout]+counts[types.SpecStateInterrupted]+counts[types.SpecStateAborted],
 		counts[types.SpecStateSkipped], counts[types.SpecStatePending])
+	fmt.Fprintf(&b, "%s\n\n", phases(report))
 	b.WriteString("| state | spec | time | labels |\n|---|---|---|---|\n")
 	b.WriteString(strings.Join(rows, "\n") + "\n")
 	if len(failures) > 0 {
@@ -58,4 +59,26 @@ func verdict(ok bool) string {
 		return "PASSED"
 	}
 	return "FAILED"
+}
+
+// phases says how the run was spread: specs labelled Serial run alone on
+// process 1 after the parallel ones, so their summed time is a floor under
+// the run's wall time whatever the number of processes.
+func phases(report ginkgo.Report) string {
+	var serial, parallel time.Duration
+	var nSerial, nParallel int
+	for _, s := range report.SpecReports {
+		if s.LeafNodeType != types.NodeTypeIt || s.State == types.SpecStateSkipped {
+			continue
+		}
+		if s.IsSerial {
+			serial += s.RunTime
+			nSerial++
+		} else {
+			parallel += s.RunTime
+			nParallel++
+		}
+	}
+	return fmt.Sprintf("Ginkgo processes: %d. Specs run side by side: %d, %s of spec time. Serial specs, run alone after them: %d, %s.",
+		report.SuiteConfig.ParallelTotal, nParallel, parallel.Round(time.Second), nSerial, serial.Round(time.Second))
 }
