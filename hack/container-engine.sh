@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The container engine kind runs on, found or installed, and the kind CLI.
+#
+#   hack/container-engine.sh up     use a running Docker (or Podman); else, as root
+#                                   on Debian, install Debian's docker.io with apt and
+#                                   start dockerd, recording that we started it.
+#                                   Prints the provider (docker|podman) on stdout.
+#   hack/container-engine.sh down   stop dockerd if (and only if) `up` started it.
+#   hack/container-engine.sh kind   build the kind CLI (pinned, from the Go module
+#                                   proxy, cached) and print its path.
+#
+# Without a running engine, root or apt, `up` fails within seconds and says
+# what is missing. The record of a dockerd we started is
+# $OUTPUT_DIR/engine/dockerd.pid; its log is next to it.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+OUTPUT_DIR=${OUTPUT_DIR:-$ROOT/_output}
+KUBE_VERSION=${KUBE_VERSION:-$("$ROOT/hack/versions.sh" kube)}
+state=$OUTPUT_DIR/engine
+log() { printf '[engine %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { printf '[engine] ERROR: %s\n' "$*" >&2; exit 2; }
+
+# Heavy steps take only idle CPU: other work (timed test runs) may share the machine.
+idle() { if command -v ionice >/dev/null; then nice -n 19 ionice -c3 "$@"; else nice -n 19 "$@"; fi; }
+
+up() {
+  if command -v docker >/dev/null && docker info >/dev/null 2>&1; then
+    log "using the running Docker ($(docker version -f '{{.Server.Version}}' 2>/dev/null))"; echo docker; return
+  fi
+  if command -v podman >/dev/null && podman info >/dev/null 2>&1; then
+    log "using Podman (kind: KIND_EXPERIMENTAL_PROVIDER=podman)"; echo podman; return
+  fi
+  # Nothing runs: install and start Docker ourselves, if we may.
+  local missing=()
+  [[ $(id -u) == 0 ]] || missing+=("root (we are uid $(id -u))")
+  command -v apt-get >/dev/null || missing+=("apt-get (not a Debian-like system)")
+  if ((${#missing[@]})); then
+    die "no running Docker or Podman, and cannot install one: missing ${missing[*]}.
+  Start Docker (docker info must succeed) or Podman, or run as root on Debian so that docker.io can be installed."
+  fi
+  if ! command -v dockerd >/dev/null; then
+    log "installing Debian's docker.io (apt-get)"
+    local t0=$SECONDS
+    idle env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends docker.io >"$state.apt.log" 2>&1 ||
+      { idle apt-get update >>"$state.apt.log" 2>&1 &&
+        idle env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends docker.io >>"$state.apt.log" 2>&1; } ||
+      die "apt-get install docker.io failed; see $state.apt.log"
+    log "installed docker.io in $((SECONDS - t0))s"
+  fi
+  mkdir -p "$state"
+  log "starting dockerd (log: $state/dockerd.log); 'hack/container-engine.sh down' stops it"
+  # setsid: dockerd outlives this script, and is stopped by pid, not by name.
+  setsid dockerd >"$state/dockerd.log" 2>&1 </dev/null &
+  echo $! >"$state/dockerd.pid"
+  local deadline=$((SECONDS + 60))
+  until docker info >/dev/null 2>&1; do
+    kill -0 "$(cat "$state/dockerd.pid")" 2>/dev/null || { rm -f "$state/dockerd.pid"; die "dockerd exited; see $state/dockerd.log:
+$(tail -5 "$state/dockerd.log")"; }
+    ((SECONDS < deadline)) || die "dockerd did not answer within 60s; see $state/dockerd.log"
+    sleep 1
+  done
+  log "dockerd $(docker version -f '{{.Server.Version}}') is up ($(docker info -f '{{.Driver}}, cgroup {{.CgroupVersion}} {{.CgroupDriver}}'))"
+  echo docker
+}
+
+down() {
+  [[ -f $state/dockerd.pid ]] || { log "no dockerd started by us; nothing to stop"; return; }
+  local pid; pid=$(cat "$state/dockerd.pid")
+  if kill -0 "$pid" 2>/dev/null; then
+    log "stopping the dockerd we started (pid $pid)"
+    kill "$pid"
+    for _ in $(seq 60); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+    kill -0 "$pid" 2>/dev/null && { log "dockerd $pid still runs after 60s; killing it"; kill -9 "$pid"; }
+  fi
+  rm -f "$state/dockerd.pid"
+}
+
+kind_cli() {
+  idle "$ROOT/hack/build-node-binaries.sh" kind >&2
+  echo "$OUTPUT_DIR/bin/kind-node/$KUBE_VERSION/kind"
+}
+
+case ${1:-} in
+  up) up ;;
+  down) down ;;
+  kind) kind_cli ;;
+  *) echo "usage: $0 up|down|kind" >&2; exit 2 ;;
+esac
