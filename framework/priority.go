@@ -60,6 +60,11 @@ func PriorityClassFixtures() (map[string]*schedulingv1.PriorityClass, error) {
 // before New, so that its cleanup runs after the namespace's pods are gone and
 // no controller is left recreating pods of a class that no longer exists.
 func EnsurePriorityClasses(ctx context.Context) {
+	// Cluster-scoped, and deleted at cleanup: a spec in another Ginkgo
+	// process could lose them mid-spec.
+	if !ginkgo.CurrentSpecReport().IsSerial {
+		ginkgo.Fail("EnsurePriorityClasses in a spec that is not Serial: it creates and deletes cluster-scoped PriorityClasses; label the spec framework.Serial")
+	}
 	cs := ClientSet()
 	gomega.Expect(cs).NotTo(gomega.BeNil(), "the suite is not connected to a cluster")
 	want, err := PriorityClassFixtures()
