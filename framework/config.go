@@ -2,11 +2,15 @@ package framework
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/workload-aware/apps-harness/api/cluster"
+	"github.com/workload-aware/apps-harness/framework/builder"
 )
 
 // Config is the suite's configuration, from flags of the test binary
@@ -43,6 +47,12 @@ type Config struct {
 	// ReconfigureCommand changes one component's feature gates and
 	// runtime-config on an existing cluster (see reconfigure_command.go).
 	ReconfigureCommand string
+	// PodImage and PodImagePullPolicy are the image and pull policy of the
+	// builders' pods (builder.DefaultImage). Where kubelets really run pods
+	// (kind), the image must be on the nodes: hack/e2e-kind.sh passes the
+	// pause image preloaded into its node image, with IfNotPresent.
+	PodImage           string
+	PodImagePullPolicy string
 	// Timeouts bound every wait; TimeoutScale multiplies them all.
 	Timeouts     Timeouts
 	TimeoutScale float64
@@ -108,6 +118,8 @@ func RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&TestContext.CrashMode, "crash-mode", envOr("CRASH_MODE", "crashpoint"), "crash-recovery specs: crashpoint (reference --crash-after) or seed (stop the controller, seed the partial state, start it) (env CRASH_MODE)")
 	fs.StringVar(&TestContext.ControllerRestartCommand, "controller-restart-command", os.Getenv("CONTROLLER_RESTART_COMMAND"), "seed mode on an existing cluster: shell command that stops or starts the controllers under test and returns when done; run as `sh -c COMMAND sh ACTION`, ACTION (stop|start) is $1 and $WAS_CONTROLLER_ACTION (env CONTROLLER_RESTART_COMMAND)")
 	fs.StringVar(&TestContext.ReconfigureCommand, "reconfigure-command", os.Getenv("RECONFIGURE_COMMAND"), "an existing cluster: shell command that restarts one component with feature gates and runtime-config, run as `sh -c COMMAND sh COMPONENT FEATURE_GATES RUNTIME_CONFIG`, the three also in $WAS_COMPONENT, $WAS_FEATURE_GATES, $WAS_RUNTIME_CONFIG (see docs/vendor-guide.md); it lets the Disruptive gate, upgrade and skew specs run (env RECONFIGURE_COMMAND)")
+	fs.StringVar(&TestContext.PodImage, "pod-image", envOr("POD_IMAGE", builder.DefaultImage), "image of the suite's pods; on a cluster whose kubelets run pods it must be present on the nodes or pullable (env POD_IMAGE)")
+	fs.StringVar(&TestContext.PodImagePullPolicy, "pod-image-pull-policy", os.Getenv("POD_IMAGE_PULL_POLICY"), "imagePullPolicy of the suite's pods: Always, IfNotPresent, Never or empty for the API's default (env POD_IMAGE_PULL_POLICY)")
 	fs.Float64Var(&TestContext.TimeoutScale, "timeout-scale", 1, "multiplier for every timeout of the suite")
 }
 
@@ -123,6 +135,15 @@ func (c *Config) Resolve() error {
 		}
 		*p = abs
 	}
+	switch corev1.PullPolicy(c.PodImagePullPolicy) {
+	case "", corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
+	default:
+		return fmt.Errorf("--pod-image-pull-policy=%q: want Always, IfNotPresent, Never or empty", c.PodImagePullPolicy)
+	}
+	if c.PodImage != "" {
+		builder.DefaultImage = c.PodImage
+	}
+	builder.DefaultImagePullPolicy = corev1.PullPolicy(c.PodImagePullPolicy)
 	c.Timeouts = c.Timeouts.Scaled(c.TimeoutScale)
 	c.TimeoutScale = 1
 	return os.MkdirAll(c.Artifacts, 0o755)

@@ -7,12 +7,17 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-const (
-	// DefaultContainerName is the name of the single container a builder puts
-	// in a Pod or pod template.
-	DefaultContainerName = "c"
-	// DefaultImage is the image of that container.
-	DefaultImage = "registry.k8s.io/pause:3.10"
+// DefaultContainerName is the name of the single container a builder puts
+// in a Pod or pod template.
+const DefaultContainerName = "c"
+
+// The image of that container and its pull policy. Variables, not constants:
+// the suite's --pod-image and --pod-image-pull-policy set them (framework
+// Config.Resolve) where pods really run, e.g. on kind, whose nodes have only
+// the images preloaded into them. An empty pull policy is the API's default.
+var (
+	DefaultImage           = "registry.k8s.io/pause:3.10"
+	DefaultImagePullPolicy corev1.PullPolicy
 )
 
 // defaultPodSpec is the spec shared by Pod and the Deployment and StatefulSet
@@ -21,8 +26,9 @@ const (
 func defaultPodSpec() corev1.PodSpec {
 	return corev1.PodSpec{
 		Containers: []corev1.Container{{
-			Name:  DefaultContainerName,
-			Image: DefaultImage,
+			Name:            DefaultContainerName,
+			Image:           DefaultImage,
+			ImagePullPolicy: DefaultImagePullPolicy,
 		}},
 		RestartPolicy:                 corev1.RestartPolicyAlways,
 		TerminationGracePeriodSeconds: ptr.To[int64](0),
