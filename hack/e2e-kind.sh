@@ -1,25 +1,40 @@
 #!/usr/bin/env bash
-# make e2e-kind: run the suites on a kind cluster (needs Docker and kind; the
-# local cluster of `make e2e` needs neither).
-#   1. create the cluster from kind-config/was-v1.37.yaml (gates, runtime-config
-#      and the replaced controllers on the control plane; zone/rack workers),
-#      and copy the workers' rack labels to topology.kubernetes.io/rack;
-#   2. build the reference implementation's image (build/Dockerfile) and load
-#      it into the nodes;
+# make e2e-kind: run the suites on a kind cluster, built offline from source.
+#   0. the engine (hack/container-engine.sh: a running Docker/Podman, else
+#      Debian's docker.io installed and dockerd started, and stopped again at
+#      the end), the kind CLI (pinned, from the Go module proxy), the node
+#      image (hack/kind-image.sh, cached) and the reference implementation's
+#      image (hack/controller-image.sh);
+#   1. create the cluster from kind-config/was-v1.37.yaml, adapted for this
+#      node image (the kind config actually used is written to $ARTIFACTS):
+#      KIND_WORKERS workers (the first ones of the file), no default CNI
+#      (kindnetd does not build from the Go module proxy: ptp + host-local
+#      and a route per node instead, see kind_cni), and the kubelet's
+#      failCgroupV1: false where the host has cgroup v1 (kubelets >= 1.35
+#      refuse it otherwise); copy the workers' rack labels to
+#      topology.kubernetes.io/rack;
+#   2. load the reference implementation's image (kind load image-archive);
 #   3. deploy it (kubectl apply -k deploy/) and wait until both DaemonSets are
 #      ready (the webhook is ready once its caBundle is set);
-#   4. run the suites against the cluster (hack/e2e.sh with E2E_KUBECONFIG);
-#   5. always: `kind export logs` into $ARTIFACTS/kind-logs and delete the cluster.
-# KIND_NODE_IMAGE overrides the node image, KIND_CLUSTER_NAME the name,
-# KEEP_CLUSTER=1 keeps the cluster afterwards.
+#   4. run the suites against the cluster (hack/e2e.sh with E2E_KUBECONFIG),
+#      their pods on the preloaded pause image (POD_IMAGE, IfNotPresent);
+#   5. always: `kind export logs` into $ARTIFACTS/kind-logs, delete the
+#      cluster, stop the engine if step 0 started it.
+# Each step's time goes to $ARTIFACTS/kind-times.txt.
+# KIND_NODE_IMAGE: use this node image instead of building one (e.g. a
+# published kindest/node; then KIND_DEFAULT_CNI=1 keeps kindnetd).
+# KIND_CLUSTER_NAME the name, KEEP_CLUSTER=1 keeps the cluster (and engine).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 ARTIFACTS=${ARTIFACTS:-$ROOT/_artifacts}
 OUTPUT_DIR=${OUTPUT_DIR:-$ROOT/_output}
+export ARTIFACTS OUTPUT_DIR
 KIND_CONFIG=${KIND_CONFIG:-$ROOT/kind-config/was-v1.37.yaml}
 KIND_CLUSTER_NAME=${KIND_CLUSTER_NAME:-was-e2e}
+KIND_WORKERS=${KIND_WORKERS:-2}
 KIND_NODE_IMAGE=${KIND_NODE_IMAGE:-}
+KIND_DEFAULT_CNI=${KIND_DEFAULT_CNI:-}
 KEEP_CLUSTER=${KEEP_CLUSTER:-}
 IMAGE=${IMAGE:-localhost/was-controller-manager:dev} # the name deploy/ uses
 RACK_LABEL=was-harness.io/rack                      # kind-config/: the kubelet may not set topology.kubernetes.io/rack
@@ -29,56 +44,140 @@ log() { printf '[e2e-kind %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 need() {
   cat >&2 <<MSG
 e2e-kind: $1
-make e2e-kind needs a running Docker daemon and the kind binary:
-  * Docker: https://docs.docker.com/engine/install/ (docker info must succeed)
-  * kind:   go install sigs.k8s.io/kind@v0.33.0   (then put \$(go env GOPATH)/bin on PATH)
+make e2e-kind needs a container engine and Go:
+  * a running Docker or Podman (docker info must succeed), or root on Debian:
+    then it installs Debian's docker.io and starts dockerd itself;
+  * Go: the kind CLI (sigs.k8s.io/kind@v0.33.0), the node image's binaries and
+    images are built from the Go module proxy (no image registry is used).
 'make e2e' needs neither: it runs the suites on a local cluster built with Go only.
 MSG
   exit 2
 }
-command -v docker >/dev/null 2>&1 || need "docker not found in PATH"
-docker info >/dev/null 2>&1 || need "docker is installed but 'docker info' fails (is the daemon running, may you use it?)"
-command -v kind >/dev/null 2>&1 || need "kind not found in PATH"
-
+command -v go >/dev/null 2>&1 || need "go not found in PATH"
+t0=$SECONDS
+step_t0=$SECONDS
+log "step 0/5: container engine, kind, node image, controller image"
+engine_started=
+provider=$(hack/container-engine.sh up) || need "no container engine (see above)"
+[[ -f $OUTPUT_DIR/engine/dockerd.pid ]] && engine_started=1
+[[ $provider == podman ]] && export KIND_EXPERIMENTAL_PROVIDER=podman
 mkdir -p "$ARTIFACTS" "$OUTPUT_DIR"
+times=$ARTIFACTS/kind-times.txt
+: >"$times"
+timed() { # record the time of the step that just ended
+  printf '%-28s %5ds\n' "$1" $((SECONDS - step_t0)) | tee -a "$times" >&2
+  step_t0=$SECONDS
+}
+timed "engine"
+KIND=${KIND:-$(hack/container-engine.sh kind)}
+timed "kind CLI"
+KUBE_VERSION=${KUBE_VERSION:-$(hack/versions.sh kube)}
+export KUBE_VERSION
+if [[ -z $KIND_NODE_IMAGE ]]; then
+  KIND_NODE_IMAGE=localhost/kind-node:$KUBE_VERSION
+  KIND_NODE_IMAGE=$KIND_NODE_IMAGE hack/kind-image.sh
+  # The suite's pods run the pause image preloaded in the node image.
+  pause=$(tar -xOf "$OUTPUT_DIR/kind-image/images/pause.tar" manifest.json | sed -n 's/.*"RepoTags":\["\([^"]*\)".*/\1/p')
+  export POD_IMAGE=${POD_IMAGE:-$pause} POD_IMAGE_PULL_POLICY=${POD_IMAGE_PULL_POLICY:-IfNotPresent}
+  default_cni=$KIND_DEFAULT_CNI
+else
+  default_cni=${KIND_DEFAULT_CNI:-1}
+fi
+timed "node image"
+controller_archive=$(hack/controller-image.sh)
+timed "controller image"
+make --no-print-directory tools >/dev/null
+KUBECTL=$OUTPUT_DIR/bin/kube/$KUBE_VERSION/kubectl
+[[ -x $KUBECTL ]] || hack/build-binaries.sh kube
+timed "tools"
+
 KUBECONFIG_FILE=$OUTPUT_DIR/kind-$KIND_CLUSTER_NAME.kubeconfig
 kubectl_() { "$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" "$@"; }
 
 cleanup() {
   local rc=$?
+  step_t0=$SECONDS
   log "exporting the cluster's logs to $ARTIFACTS/kind-logs"
-  kind export logs "$ARTIFACTS/kind-logs" --name "$KIND_CLUSTER_NAME" >/dev/null 2>&1 || log "kind export logs failed"
+  "$KIND" export logs "$ARTIFACTS/kind-logs" --name "$KIND_CLUSTER_NAME" >/dev/null 2>&1 || log "kind export logs failed"
+  timed "export logs"
   if [[ -n $KEEP_CLUSTER ]]; then
-    log "KEEP_CLUSTER set: cluster $KIND_CLUSTER_NAME kept (kubeconfig $KUBECONFIG_FILE); delete with: kind delete cluster --name $KIND_CLUSTER_NAME"
+    log "KEEP_CLUSTER set: cluster $KIND_CLUSTER_NAME kept (kubeconfig $KUBECONFIG_FILE); delete with: $KIND delete cluster --name $KIND_CLUSTER_NAME; then hack/container-engine.sh down"
   else
-    kind delete cluster --name "$KIND_CLUSTER_NAME" >/dev/null 2>&1 || log "kind delete cluster failed"
+    "$KIND" delete cluster --name "$KIND_CLUSTER_NAME" >/dev/null 2>&1 || log "kind delete cluster failed"
+    timed "delete cluster"
+    [[ -n $engine_started ]] && hack/container-engine.sh down
   fi
+  log "times: $(tr -s ' ' <"$times" | paste -sd, -)"
   exit "$rc"
 }
 
-t0=$SECONDS
-log "step 0/5: kubectl and the harness's tools"
-make --no-print-directory tools >/dev/null
-KUBECTL=$(command -v kubectl || true)
-if [[ -z $KUBECTL ]]; then
-  hack/build-binaries.sh
-  KUBECTL=$OUTPUT_DIR/bin/kube/${KUBE_VERSION:-$(hack/versions.sh kube)}/kubectl
-fi
+# The kind config for this run: was-v1.37.yaml's ClusterConfiguration patch
+# and labels, its first KIND_WORKERS workers, and what this node image needs.
+kind_config() {
+  local cgroup_v1=
+  [[ -f /sys/fs/cgroup/cgroup.controllers ]] || cgroup_v1=1
+  awk -v workers="$KIND_WORKERS" -v cgv1="$cgroup_v1" -v nocni="$([[ -z $default_cni ]] && echo 1)" '
+    /^kubeadmConfigPatches:/ {
+      print
+      if (cgv1) {
+        # Kubelets since 1.35 refuse a cgroup v1 host unless told otherwise.
+        print "- |"
+        print "  apiVersion: kubelet.config.k8s.io/v1beta1"
+        print "  kind: KubeletConfiguration"
+        print "  failCgroupV1: false"
+      }
+      next
+    }
+    /^- role: worker/ { n++; skip = (n > workers) }
+    /^- role: control-plane/ { skip = 0 }
+    /^[a-z]/ && !/^nodes:/ && !/^kubeadmConfigPatches:/ { skip = 0 }
+    /^  image: / { next }  # the node image is --image
+    !skip { print }
+    END { if (nocni) { print "networking:"; print "  disableDefaultCNI: true" } }
+  ' "$KIND_CONFIG"
+}
 
-log "step 1/5: kind cluster $KIND_CLUSTER_NAME from $KIND_CONFIG"
+# A CNI without images, for node images without kindnetd: every node gets a
+# ptp + host-local configuration for its podCIDR and a route to every other
+# node's podCIDR through that node's address (nodes share one docker network).
+kind_cni() {
+  local nodes; nodes=$(kubectl_ get nodes -o jsonpath='{range .items[*]}{.metadata.name} {.spec.podCIDR} {.status.addresses[?(@.type=="InternalIP")].address}{"\n"}{end}')
+  while read -r name cidr ip; do
+    [[ -n $cidr ]] || { log "node $name has no podCIDR yet"; return 1; }
+    docker exec -i "$name" sh -c 'mkdir -p /etc/cni/net.d && cat >/etc/cni/net.d/10-ptp.conflist' <<JSON
+{"cniVersion": "1.0.0", "name": "kind-ptp", "plugins": [
+  {"type": "ptp", "ipMasq": false, "mtu": 1500,
+   "ipam": {"type": "host-local", "ranges": [[{"subnet": "$cidr"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+  {"type": "portmap", "capabilities": {"portMappings": true}}]}
+JSON
+    while read -r other ocidr oip; do
+      [[ $other == "$name" ]] && continue
+      docker exec "$name" ip route replace "$ocidr" via "$oip"
+    done <<<"$nodes"
+  done <<<"$nodes"
+}
+
+log "step 1/5: kind cluster $KIND_CLUSTER_NAME ($KIND_NODE_IMAGE) from $KIND_CONFIG, $KIND_WORKERS workers"
 trap cleanup EXIT
-create=(kind create cluster --name "$KIND_CLUSTER_NAME" --config "$KIND_CONFIG" --kubeconfig "$KUBECONFIG_FILE" --wait 5m)
-[[ -n $KIND_NODE_IMAGE ]] && create+=(--image "$KIND_NODE_IMAGE")
+kind_config >"$ARTIFACTS/kind-config.yaml"
+create=("$KIND" create cluster --name "$KIND_CLUSTER_NAME" --config "$ARTIFACTS/kind-config.yaml" --kubeconfig "$KUBECONFIG_FILE" --image "$KIND_NODE_IMAGE" --retain)
+[[ -n $default_cni ]] && create+=(--wait 5m)
 "${create[@]}"
+timed "create cluster"
+if [[ -z $default_cni ]]; then
+  kind_cni
+  kubectl_ wait --for=condition=Ready nodes --all --timeout=5m
+  timed "CNI + nodes Ready"
+fi
 for node in $(kubectl_ get nodes -l "$RACK_LABEL" -o name); do
   rack=$(kubectl_ get "$node" -o jsonpath="{.metadata.labels.was-harness\.io/rack}")
   kubectl_ label --overwrite "$node" "topology.kubernetes.io/rack=$rack" >/dev/null
 done
 kubectl_ get nodes -L topology.kubernetes.io/zone,topology.kubernetes.io/rack
 
-log "step 2/5: image $IMAGE (build/Dockerfile), loaded into the nodes"
-docker build -f build/Dockerfile -t "$IMAGE" .
-kind load docker-image "$IMAGE" --name "$KIND_CLUSTER_NAME"
+log "step 2/5: image $IMAGE loaded into the nodes ($controller_archive)"
+"$KIND" load image-archive "$controller_archive" --name "$KIND_CLUSTER_NAME"
+timed "load controller image"
 
 log "step 3/5: deploying the reference implementation (kubectl apply -k deploy/)"
 kubectl_ apply -k deploy/
@@ -88,9 +187,11 @@ done
 # CoreDNS is a Deployment: it gets pods only now that the reference
 # Deployment controller runs, which proves that controller works.
 kubectl_ -n kube-system rollout status deployment/coredns --timeout=5m
+timed "deploy"
 
-log "step 4/5: the suites (hack/e2e.sh against $KUBECONFIG_FILE)"
+log "step 4/5: the suites (hack/e2e.sh against $KUBECONFIG_FILE; pod image ${POD_IMAGE:-default})"
 rc=0
 E2E_KUBECONFIG=$KUBECONFIG_FILE hack/e2e.sh "$@" || rc=$?
-log "step 5/5: logs and cluster deletion (trap); e2e-kind took $((SECONDS - t0))s before teardown"
+timed "suite"
+log "step 5/5: logs, cluster deletion, engine (trap); e2e-kind took $((SECONDS - t0))s before teardown"
 exit "$rc"
