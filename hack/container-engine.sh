@@ -15,7 +15,6 @@
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUTPUT_DIR=${OUTPUT_DIR:-$ROOT/_output}
-KUBE_VERSION=${KUBE_VERSION:-$("$ROOT/hack/versions.sh" kube)}
 state=$OUTPUT_DIR/engine
 log() { printf '[engine %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { printf '[engine] ERROR: %s\n' "$*" >&2; exit 2; }
@@ -32,7 +31,7 @@ up() {
   fi
   # Nothing runs: install and start Docker ourselves, if we may.
   local missing=()
-  [[ $(id -u) == 0 ]] || missing+=("root (we are uid $(id -u))")
+  ((EUID == 0)) || missing+=("root (we are uid $EUID)")
   command -v apt-get >/dev/null || missing+=("apt-get (not a Debian-like system)")
   if ((${#missing[@]})); then
     die "no running Docker or Podman, and cannot install one: missing ${missing[*]}.
@@ -48,9 +47,22 @@ up() {
     log "installed docker.io in $((SECONDS - t0))s"
   fi
   mkdir -p "$state"
-  log "starting dockerd (log: $state/dockerd.log); 'hack/container-engine.sh down' stops it"
+  local args=()
+  missing_caps=$(missing_capabilities)
+  if [[ -n $missing_caps ]]; then
+    # Docker grants a --privileged container (a kind node) every capability
+    # it knows; runc fails with "unable to apply caps: operation not
+    # permitted" when the bounding set lacks one. A runc wrapper
+    # (hack/runc-capfilter) drops those.
+    log "this host's capability bounding set lacks $missing_caps: dockerd runs containers through $state/runc-capfilter"
+    command -v jq >/dev/null || die "jq is needed for the runc wrapper (apt-get install jq)"
+    install -m 0755 "$ROOT/hack/runc-capfilter" "$state/runc-capfilter"
+    local json; json=$(printf '"%s",' $missing_caps); echo "[${json%,}]" >"$state/runc-capfilter.missing"
+    args+=(--add-runtime "capfilter=$state/runc-capfilter" --default-runtime capfilter)
+  fi
+  log "starting dockerd ${args[*]} (log: $state/dockerd.log); 'hack/container-engine.sh down' stops it"
   # setsid: dockerd outlives this script, and is stopped by pid, not by name.
-  setsid dockerd >"$state/dockerd.log" 2>&1 </dev/null &
+  setsid dockerd "${args[@]}" >"$state/dockerd.log" 2>&1 </dev/null &
   echo $! >"$state/dockerd.pid"
   local deadline=$((SECONDS + 60))
   until docker info >/dev/null 2>&1; do
@@ -61,6 +73,23 @@ $(tail -5 "$state/dockerd.log")"; }
   done
   log "dockerd $(docker version -f '{{.Server.Version}}') is up ($(docker info -f '{{.Driver}}, cgroup {{.CgroupVersion}} {{.CgroupDriver}}'))"
   echo docker
+}
+
+# The capabilities the kernel knows (0..cap_last_cap) that this process's
+# bounding set lacks, as CAP_ names, space-separated.
+missing_capabilities() {
+  local names=(CHOWN DAC_OVERRIDE DAC_READ_SEARCH FOWNER FSETID KILL SETGID SETUID SETPCAP LINUX_IMMUTABLE
+    NET_BIND_SERVICE NET_BROADCAST NET_ADMIN NET_RAW IPC_LOCK IPC_OWNER SYS_MODULE SYS_RAWIO SYS_CHROOT SYS_PTRACE
+    SYS_PACCT SYS_ADMIN SYS_BOOT SYS_NICE SYS_RESOURCE SYS_TIME SYS_TTY_CONFIG MKNOD LEASE AUDIT_WRITE
+    AUDIT_CONTROL SETFCAP MAC_OVERRIDE MAC_ADMIN SYSLOG WAKE_ALARM BLOCK_SUSPEND AUDIT_READ PERFMON BPF
+    CHECKPOINT_RESTORE)
+  local bnd last i out=()
+  bnd=$((16#$(awk '/^CapBnd:/{print $2}' /proc/self/status)))
+  last=$(cat /proc/sys/kernel/cap_last_cap 2>/dev/null || echo 40)
+  for ((i = 0; i <= last && i < ${#names[@]}; i++)); do
+    (((bnd >> i) & 1)) || out+=("CAP_${names[i]}")
+  done
+  echo "${out[*]}"
 }
 
 down() {
@@ -77,7 +106,7 @@ down() {
 
 kind_cli() {
   idle "$ROOT/hack/build-node-binaries.sh" kind >&2
-  echo "$OUTPUT_DIR/bin/kind-node/$KUBE_VERSION/kind"
+  echo "$OUTPUT_DIR/bin/kind-node/${KUBE_VERSION:-$("$ROOT/hack/versions.sh" kube)}/kind"
 }
 
 case ${1:-} in
