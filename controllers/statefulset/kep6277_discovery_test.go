@@ -108,7 +108,7 @@ func TestKEP6277Discovery(t *testing.T) {
 		e.Heal("create", "podgroups")
 		// A fresh Reconciler (a restarted controller) over the same API.
 		e.SyncCaches()
-		e.r = NewReconciler(Options{Client: e.Client, StatefulSets: e.r.sets, Pods: e.r.pods, Scheduling: e.Sched, Recorder: e.Recorder, Gates: e.r.gates})
+		e.r = NewReconciler(Options{Client: e.Client, StatefulSets: e.r.sets, Pods: e.r.pods, PodIndexer: e.pods, Scheduling: e.Sched, Recorder: e.Recorder, Gates: e.r.gates})
 		e.cc = e.r.ControllerClient(e.Client)
 		pod := e.mustCreatePod(stPod(set, 0, stRevision1))
 		if got, want := e.Writes(), []string{"create workloads", "create podgroups", "create podgroups", "create pods"}; !reflect.DeepEqual(got, want) {

@@ -78,6 +78,7 @@ func stNewEnv(t *testing.T, o stEnvOptions) *stEnv {
 		Client:       e.Client,
 		StatefulSets: setInf.Lister(),
 		Pods:         podInf.Lister(),
+		PodIndexer:   podInf.Informer().GetIndexer(),
 		Scheduling:   e.Sched,
 		Recorder:     e.Recorder,
 		Gates: features.Gates{

@@ -28,13 +28,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/kubernetes/pkg/controller"
 	"k8s.io/utils/ptr"
 
 	"github.com/workload-aware/apps-harness/api/intent"
@@ -55,9 +56,12 @@ type Options struct {
 	Client       kubernetes.Interface
 	StatefulSets appslisters.StatefulSetLister
 	Pods         corelisters.PodLister
-	Scheduling   *schedulingapi.Informers
-	Recorder     record.EventRecorder
-	Gates        features.Gates
+	// PodIndexer is the same pod cache's indexer (the informer's
+	// GetIndexer()); NewReconciler indexes it by controller reference.
+	PodIndexer cache.Indexer
+	Scheduling *schedulingapi.Informers
+	Recorder   record.EventRecorder
+	Gates      features.Gates
 }
 
 // Reconciler resolves the scheduling objects of StatefulSets.
@@ -65,6 +69,7 @@ type Reconciler struct {
 	client         kubernetes.Interface
 	sets           appslisters.StatefulSetLister
 	pods           corelisters.PodLister
+	podIndex       cache.Indexer
 	scheduling     *schedulingapi.Informers
 	recorder       record.EventRecorder
 	gates          features.Gates
@@ -75,8 +80,12 @@ type Reconciler struct {
 
 // NewReconciler returns a Reconciler.
 func NewReconciler(o Options) *Reconciler {
-	r := &Reconciler{client: o.Client, sets: o.StatefulSets, pods: o.Pods, scheduling: o.Scheduling, recorder: o.Recorder, gates: o.Gates}
+	r := &Reconciler{client: o.Client, sets: o.StatefulSets, pods: o.Pods, podIndex: o.PodIndexer, scheduling: o.Scheduling, recorder: o.Recorder, gates: o.Gates}
 	sched := o.Scheduling.Scheduling()
+	// Neither can fail: an index of the same name is kept, and adding to a
+	// running informer's cache indexes what it already holds.
+	_ = addPodControllerIndex(o.PodIndexer)
+	_ = addSchedulingIndexes(sched.Workloads().Informer(), sched.PodGroups().Informer())
 	objcache.ForgetOnDelete(sched.Workloads().Informer(), &r.workloadWrites)
 	objcache.ForgetOnDelete(sched.PodGroups().Informer(), &r.podGroupWrites)
 	return r
@@ -137,18 +146,34 @@ func (r *Reconciler) Resolve(ctx context.Context, set *appsv1.StatefulSet) (*sch
 	return r.resolveManaged(ctx, set, cfg, hasPods)
 }
 
-// hasPods reports whether any pod, in any phase, is controlled by set.
+// hasPods reports whether any pod, in any phase, is controlled by set. It
+// asks the pod cache's controller index (the upstream StatefulSet
+// controller's own), not a list of the namespace: it runs before every pod
+// create and delete, and a scan would cost every pod of the namespace each
+// time, O(pods) per pod.
 func (r *Reconciler) hasPods(set *appsv1.StatefulSet) (bool, error) {
-	pods, err := r.pods.Pods(set.Namespace).List(labels.Everything())
+	key := controller.PodControllerIndexKey(set.Namespace, &metav1.OwnerReference{Kind: "StatefulSet", Name: set.Name, UID: set.UID})
+	pods, err := r.podIndex.ByIndex(controller.PodControllerIndex, key)
 	if err != nil {
 		return false, err
 	}
-	for _, p := range pods {
-		if metav1.IsControlledBy(p, set) {
-			return true, nil
-		}
+	return len(pods) > 0, nil
+}
+
+// addPodControllerIndex indexes the pod cache by controller reference, as
+// the upstream controllers' controller.AddPodControllerIndexer does (the
+// same name and keys, so the index is shared when they have added it first).
+func addPodControllerIndex(pods cache.Indexer) error {
+	if _, ok := pods.GetIndexers()[controller.PodControllerIndex]; ok {
+		return nil
 	}
-	return false, nil
+	return pods.AddIndexers(cache.Indexers{controller.PodControllerIndex: func(obj any) ([]string, error) {
+		pod, ok := obj.(*corev1.Pod)
+		if !ok {
+			return nil, nil
+		}
+		return []string{controller.PodControllerIndexKey(pod.Namespace, metav1.GetControllerOf(pod))}, nil
+	}})
 }
 
 func (r *Reconciler) resolveManaged(ctx context.Context, set *appsv1.StatefulSet, cfg *intent.SchedulingConfiguration, hasPods bool) (*schedulingv1beta1.PodGroup, error) {
@@ -338,15 +363,20 @@ func (r *Reconciler) syncWorkloadMinCount(ctx context.Context, set *appsv1.State
 	return updated, nil
 }
 
-// workloadsReferencing lists the Workloads whose spec.controllerRef is ref,
-// from the informer plus this process's own recent writes.
+// workloadsReferencing returns the Workloads whose spec.controllerRef is
+// ref, from the informer's index plus this process's own recent writes.
 func (r *Reconciler) workloadsReferencing(namespace string, ref schedulingv1beta1.TypedLocalObjectReference) ([]*schedulingv1beta1.Workload, error) {
-	listed, err := r.scheduling.Scheduling().Workloads().Lister().Workloads(namespace).List(labels.Everything())
+	inf := r.scheduling.Scheduling().Workloads()
+	indexed, err := byIndex[*schedulingv1beta1.Workload](inf.Informer(), workloadsByControllerRef, controllerRefKey(namespace, ref))
 	if err != nil {
 		return nil, err
 	}
+	cached := func(name string) (*schedulingv1beta1.Workload, bool) {
+		w, err := inf.Lister().Workloads(namespace).Get(name)
+		return w, err == nil
+	}
 	var out []*schedulingv1beta1.Workload
-	for _, w := range merge(listed, r.workloadWrites.Pending(namespace), &r.workloadWrites) {
+	for _, w := range freshest(indexed, r.workloadWrites.Pending(namespace), cached, &r.workloadWrites) {
 		c := w.Spec.ControllerRef
 		if w.DeletionTimestamp == nil && c != nil && c.APIGroup == ref.APIGroup && c.Kind == ref.Kind && c.Name == ref.Name {
 			out = append(out, w)
@@ -355,15 +385,21 @@ func (r *Reconciler) workloadsReferencing(namespace string, ref schedulingv1beta
 	return out, nil
 }
 
-// podGroupsReferencing lists the PodGroups whose spec.workloadRef is
-// {workload, template} (and, when onlyOwner is set, controlled by that UID).
+// podGroupsReferencing returns the PodGroups whose spec.workloadRef is
+// {workload, template} (and, when onlyOwner is set, controlled by that UID),
+// from the informer's index plus this process's own recent writes.
 func (r *Reconciler) podGroupsReferencing(namespace, workload, template string, onlyOwner *types.UID) ([]*schedulingv1beta1.PodGroup, error) {
-	listed, err := r.scheduling.Scheduling().PodGroups().Lister().PodGroups(namespace).List(labels.Everything())
+	inf := r.scheduling.Scheduling().PodGroups()
+	indexed, err := byIndex[*schedulingv1beta1.PodGroup](inf.Informer(), podGroupsByWorkloadRef, workloadRefKey(namespace, workload, template))
 	if err != nil {
 		return nil, err
 	}
+	cached := func(name string) (*schedulingv1beta1.PodGroup, bool) {
+		pg, err := inf.Lister().PodGroups(namespace).Get(name)
+		return pg, err == nil
+	}
 	var out []*schedulingv1beta1.PodGroup
-	for _, pg := range merge(listed, r.podGroupWrites.Pending(namespace), &r.podGroupWrites) {
+	for _, pg := range freshest(indexed, r.podGroupWrites.Pending(namespace), cached, &r.podGroupWrites) {
 		ref := pg.Spec.WorkloadRef
 		if pg.DeletionTimestamp != nil || ref == nil || ref.WorkloadName != workload || ref.TemplateName != template {
 			continue
@@ -376,25 +412,6 @@ func (r *Reconciler) podGroupsReferencing(namespace, workload, template string, 
 		out = append(out, pg)
 	}
 	return out, nil
-}
-
-// merge combines the informer's objects with pending own writes, taking the
-// freshest copy of each name.
-func merge[T metav1.Object](listed, pending []T, writes *objcache.Writes[T]) []T {
-	seen := map[string]bool{}
-	var out []T
-	for _, obj := range listed {
-		key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
-		fresh, _ := writes.Freshest(key, obj, true)
-		out = append(out, fresh)
-		seen[obj.GetName()] = true
-	}
-	for _, obj := range pending {
-		if !seen[obj.GetName()] {
-			out = append(out, obj)
-		}
-	}
-	return out
 }
 
 func names(ws []*schedulingv1beta1.Workload) string {

@@ -392,7 +392,7 @@ func statefulSetRuns(ctx context.Context, o options, setClient kubernetes.Interf
 	setBroadcaster.StartStructuredLogging(3)
 	setBroadcaster.StartRecordingToSink(&v1core.EventSinkImpl{Interface: setClient.CoreV1().Events("")})
 	sr := wasstatefulset.NewReconciler(wasstatefulset.Options{
-		Client: setClient, StatefulSets: setInf.Lister(), Pods: podInf.Lister(), Scheduling: sched,
+		Client: setClient, StatefulSets: setInf.Lister(), Pods: podInf.Lister(), PodIndexer: podInf.Informer().GetIndexer(), Scheduling: sched,
 		Recorder: setBroadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "statefulset-controller"}),
 		Gates:    wasstatefulset.DefaultGates(),
 	})
