@@ -24,6 +24,12 @@ var ControllerUsers = []string{
 	"system:serviceaccount:kube-system:statefulset-controller",
 }
 
+// SchedulerUser is kube-scheduler's identity on the local cluster. Its
+// requests are counted apart from the controllers': they explain the
+// scheduler's share of the time to bound (bindings, status patches of pods
+// that wait for their gang, events).
+const SchedulerUser = "system:kube-scheduler"
+
 // AuditPolicy widens the local cluster's default policy for the benchmark:
 // every request of users at Metadata level (who, verb, resource; no bodies,
 // so the log stays small), and, as by default, every write to Workloads and
@@ -84,6 +90,8 @@ type AuditSummary struct {
 	// Requests are the requests of the audited users (AuditFilter.Users),
 	// in every namespace and cluster-scoped.
 	Requests Requests
+	// SchedulerRequests are AuditFilter.Scheduler's, in AuditFilter.Namespace.
+	SchedulerRequests Requests
 	// SchedulingWrites are the writes to Workloads and PodGroups in
 	// AuditFilter.Namespace, keyed as framework.AuditedWrites keys them
 	// ("<user>: <verb> <resource>", kube-system service accounts shortened
@@ -94,6 +102,7 @@ type AuditSummary struct {
 // AuditFilter selects the events a summary counts.
 type AuditFilter struct {
 	Users     []string
+	Scheduler string
 	Namespace string
 }
 
@@ -118,7 +127,7 @@ type auditEvent struct {
 // may be read while the apiserver appends to it: the last line can be
 // partial).
 func ParseAudit(r io.Reader, f AuditFilter) (AuditSummary, error) {
-	out := AuditSummary{Requests: Requests{}, SchedulingWrites: framework.WriteCounts{}}
+	out := AuditSummary{Requests: Requests{}, SchedulerRequests: Requests{}, SchedulingWrites: framework.WriteCounts{}}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
@@ -136,6 +145,9 @@ func ParseAudit(r io.Reader, f AuditFilter) (AuditSummary, error) {
 		}
 		if slices.Contains(f.Users, ev.User.Username) {
 			out.Requests[ev.Verb+" "+res]++
+		}
+		if f.Scheduler != "" && ev.User.Username == f.Scheduler && ev.ObjectRef.Namespace == f.Namespace {
+			out.SchedulerRequests[ev.Verb+" "+res]++
 		}
 		scheduling := ev.ObjectRef.APIGroup == "scheduling.k8s.io" && (res == "workloads" || res == "podgroups")
 		write := ev.Verb == "create" || ev.Verb == "update" || ev.Verb == "patch" || ev.Verb == "delete"

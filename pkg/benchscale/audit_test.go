@@ -44,7 +44,10 @@ func TestParseAudit(t *testing.T) {
 		"not json",
 		`{"stage":"ResponseComplete","verb":"cre`, // a partial last line
 	}
-	got, err := ParseAudit(strings.NewReader(strings.Join(lines, "\n")), AuditFilter{Users: ControllerUsers, Namespace: "bench"})
+	lines = append(lines,
+		event("ResponseComplete", "create", SchedulerUser, "", "pods", "binding", "other"),
+		event("ResponseComplete", "patch", SchedulerUser, "", "pods", "status", "bench"))
+	got, err := ParseAudit(strings.NewReader(strings.Join(lines, "\n")), AuditFilter{Users: ControllerUsers, Scheduler: SchedulerUser, Namespace: "bench"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,6 +57,10 @@ func TestParseAudit(t *testing.T) {
 	}
 	if got.Requests.Total() != 9 {
 		t.Errorf("total %d, want 9", got.Requests.Total())
+	}
+	// The scheduler's, in the namespace only, and never among the controllers'.
+	if s := got.SchedulerRequests.String(); s != "create pods/binding=1, patch pods/status=1" {
+		t.Errorf("scheduler requests: %s, want create pods/binding=1, patch pods/status=1", s)
 	}
 	wantWrites := "deployment-controller: create workloads=1, generic-garbage-collector: delete podgroups=1, replicaset-controller: create podgroups=1"
 	if s := got.SchedulingWrites.String(); s != wantWrites {

@@ -165,9 +165,12 @@ func (e *env) runPhase(ctx context.Context, mode Mode, n int, kind Kind, profile
 	if err != nil {
 		return fail("reading the controller's /proc: %v", err)
 	}
-	summary, err := ReadAuditFrom(audit, auditStart, AuditFilter{Users: ControllerUsers, Namespace: ns})
+	summary, err := ReadAuditFrom(audit, auditStart, AuditFilter{Users: ControllerUsers, Scheduler: SchedulerUser, Namespace: ns})
 	if err != nil {
 		return fail("reading the audit log: %v", err)
+	}
+	if FileSize(audit) < auditStart {
+		return fail("the apiserver rotated its audit log during the phase: requests and writes not counted")
 	}
 
 	tracker.mu.Lock()
@@ -183,7 +186,7 @@ func (e *env) runPhase(ctx context.Context, mode Mode, n int, kind Kind, profile
 	p.ObjectP50, p.ObjectP99 = Percentile(perObject, 50), Percentile(perObject, 99)
 	p.CPU = after.CPU - before.CPU
 	p.PeakRSS = max(peak, after.RSS)
-	p.Requests, p.Writes = summary.Requests, summary.SchedulingWrites
+	p.Requests, p.SchedulerRequests, p.Writes = summary.Requests, summary.SchedulerRequests, summary.SchedulingWrites
 	o.Logf("phase %s N=%d %s: all %d pods bound in %s (p50 %s, p99 %s), CPU %s, %d requests, writes %s",
 		mode, n, kind, p.Pods, p.TimeToBound.Round(time.Millisecond), p.ObjectP50.Round(time.Millisecond), p.ObjectP99.Round(time.Millisecond),
 		p.CPU, p.Requests.Total(), p.ControllerWrites())

@@ -62,6 +62,8 @@ type Phase struct {
 	PeakRSS int64
 	// Requests are the controllers' API requests during the phase.
 	Requests Requests
+	// SchedulerRequests are kube-scheduler's in the phase's namespace.
+	SchedulerRequests Requests
 	// Writes are the Workload and PodGroup writes in the phase's namespace.
 	Writes framework.WriteCounts
 	// Failed says why the phase did not complete; empty when it did.
@@ -262,10 +264,10 @@ func Render(r Results, m Meta) string {
 	if len(m.Profiles) > 0 {
 		fmt.Fprintf(&b, "\nCPU profiles of the controller process (`go tool pprof -top <file>`): %s\n", strings.Join(m.Profiles, ", "))
 	}
-	b.WriteString("\n## Requests by verb and resource\n\n| mode | N | kind | requests |\n|---|---|---|---|\n")
+	b.WriteString("\n## Requests by verb and resource\n\nThe controllers' (all namespaces), and kube-scheduler's in the phase's namespace per pod (what its client rate limit spends on each pod).\n\n| mode | N | kind | controllers | kube-scheduler per pod |\n|---|---|---|---|---|\n")
 	for _, p := range r {
 		if p.Failed == "" {
-			fmt.Fprintf(&b, "| %s | %d | %s | %s |\n", p.Mode, p.N, p.Kind, p.Requests)
+			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s |\n", p.Mode, p.N, p.Kind, p.Requests, perPod(p.SchedulerRequests, p.Pods))
 		}
 	}
 	b.WriteString("\n## Workload and PodGroup writes (all writers)\n\n| mode | N | kind | measured | the KEPs' list |\n|---|---|---|---|---|\n")
@@ -353,6 +355,19 @@ func perObject(p Phase) string {
 	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(byVerb)) {
 		parts = append(parts, fmt.Sprintf("%s=%.3g", k, byVerb[k]/float64(max(p.Objects(), 1))))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// perPod renders requests divided by pods, e.g. "create pods/binding=1, patch pods/status=0.5".
+func perPod(r Requests, pods int) string {
+	if len(r) == 0 || pods == 0 {
+		return "none"
+	}
+	keys := slices.Sorted(maps.Keys(r))
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%.2f", k, float64(r[k])/float64(pods)))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -205,7 +206,10 @@ func startCluster(ctx context.Context, o Options) (*env, func() error, error) {
 	cfg.Name = "was-bench-scale"
 	cfg.Nodes = Topology()
 	cfg.ReadyTimeout = 2 * time.Minute
-	cfg.AuditPolicy = AuditPolicy(ControllerUsers)
+	cfg.AuditPolicy = AuditPolicy(append(slices.Clone(ControllerUsers), SchedulerUser))
+	// The apiserver rotates its audit log at 100 MB by default, which a run
+	// to N=200 passes; a phase reads its stretch by offset in one file.
+	cfg.Components[localcluster.APIServer] = localcluster.ComponentConfig{ExtraArgs: map[string]string{"audit-log-maxsize": "4096"}}
 	cfg.Logf = o.Logf
 	binDir := o.AddonBinDir
 	if binDir == "" {
@@ -230,6 +234,12 @@ func startCluster(ctx context.Context, o Options) (*env, func() error, error) {
 		return nil, noop, err
 	}
 	e.cluster = c
+	// The work directory keeps the audit log of an earlier run; this run's
+	// starts empty.
+	stale, _ := filepath.Glob(strings.TrimSuffix(c.AuditLogPath(), ".log") + "*.log")
+	for _, f := range stale {
+		_ = os.Remove(f)
+	}
 	// Registered before Start: an interrupted start stops what came up.
 	stop := c.Stop
 	if err := c.Start(ctx); err != nil {
