@@ -93,6 +93,23 @@ type podControl struct {
 	r *Reconciler
 }
 
+// DeletePod reconciles the ReplicaSet's PodGroup before the ReplicaSet
+// controller deletes one of its pods: on a scale-down KEP-6276 lowers the
+// PodGroup's minCount before any pod goes, so the scheduler never sees a
+// gang below its quorum. The worker that also reconciles it on the
+// ReplicaSet's update runs beside the ReplicaSet controller and may come
+// second (measured: a pod marked for deletion one write before the PodGroup,
+// under load). At zero replicas this deletes the PodGroup, which its
+// protection finalizer keeps until the pods are gone.
+func (p *podControl) DeletePod(ctx context.Context, namespace string, podID string, object runtime.Object) error {
+	if rs, ok := object.(*appsv1.ReplicaSet); ok {
+		if _, err := p.r.EnsurePodGroup(ctx, rs); ownerguard.Ignore(err) != nil {
+			return err
+		}
+	}
+	return p.PodControlInterface.DeletePod(ctx, namespace, podID, object)
+}
+
 func (p *podControl) CreatePods(ctx context.Context, namespace string, template *corev1.PodTemplateSpec, object runtime.Object, controllerRef *metav1.OwnerReference) error {
 	template, err := p.grouped(ctx, template, object)
 	if err != nil {

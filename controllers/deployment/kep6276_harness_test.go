@@ -239,6 +239,14 @@ func (p *ktPodControl) CreatePodsWithGenerateName(ctx context.Context, namespace
 	return p.FakePodControl.CreatePodsWithGenerateName(ctx, namespace, template, object, controllerRef, generateName)
 }
 
+func (p *ktPodControl) DeletePod(ctx context.Context, namespace string, podID string, object runtime.Object) error {
+	p.mu.Lock()
+	p.calls++
+	p.writesAtCall = append(p.writesAtCall, fakeapi.Writes(p.client.Actions()))
+	p.mu.Unlock()
+	return p.FakePodControl.DeletePod(ctx, namespace, podID, object)
+}
+
 func ktIndexOf(list []string, item string) int {
 	for i, s := range list {
 		if s == item {

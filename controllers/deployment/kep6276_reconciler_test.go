@@ -1102,3 +1102,46 @@ func TestKEP6276FailureEvents(t *testing.T) {
 		}
 	})
 }
+
+// TestKEP6276ScaleDownLowersQuorumBeforeDeletingPods covers D-I3's order on
+// the ReplicaSet side: the pod control lowers the PodGroup's minCount before
+// the ReplicaSet controller deletes a pod, right after the Deployment side
+// lowered the Workload's, without waiting for the worker that also
+// reconciles the PodGroup (it runs beside the ReplicaSet controller, and
+// under load came second in the e2e suite).
+func TestKEP6276ScaleDownLowersQuorumBeforeDeletingPods(t *testing.T) {
+	e := ktNewEnv(t, ktEnvOptions{})
+	d := ktDeployment(t, "scale-down", ptr.To[int32](4), ktGang(nil))
+	e.storeDeployment(d)
+	e.ensureWorkloadCached(d)
+	rs := e.replicaSet(d, "5d8f9c7b6", 4)
+	pg, err := e.r.EnsurePodGroup(e.Ctx, rs)
+	if err != nil || pg == nil || pg.Spec.SchedulingPolicy.Gang.MinCount != 4 {
+		t.Fatalf("EnsurePodGroup = %+v, %v; want a PodGroup at minCount 4", pg, err)
+	}
+	e.WaitPodGroupCached(pg.Name, pg.ResourceVersion)
+
+	// The Deployment side: the Workload first (its hook runs before the
+	// ReplicaSet update), then the ReplicaSet scaled to 2.
+	down := d.DeepCopy()
+	down.Spec.Replicas = ptr.To[int32](2)
+	e.storeDeployment(down)
+	if w, err := e.r.EnsureWorkload(e.Ctx, down); err != nil || TemplateMinCount(w) == nil || *TemplateMinCount(w) != 2 {
+		t.Fatalf("EnsureWorkload = %+v, %v; want the template at minCount 2", w, err)
+	}
+	rs = rs.DeepCopy()
+	rs.Spec.Replicas = ptr.To[int32](2)
+	e.Store(rs)
+	e.Client.ClearActions()
+
+	inner := &ktPodControl{client: e.Client}
+	if err := e.r.PodControl(inner).DeletePod(e.Ctx, ktNS, "scale-down-pod-3", rs); err != nil {
+		t.Fatalf("DeletePod: %v", err)
+	}
+	if got := inner.writesAtCall[0]; !reflect.DeepEqual(got, []string{"update podgroups"}) {
+		t.Errorf("writes when the pod was deleted = %v, want the PodGroup's minCount lowered first", got)
+	}
+	if got := e.GetPodGroup(pg.Name).Spec.SchedulingPolicy.Gang.MinCount; got != 2 {
+		t.Errorf("PodGroup minCount = %d when the pod was deleted, want 2", got)
+	}
+}

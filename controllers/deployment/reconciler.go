@@ -248,7 +248,13 @@ func (r *Reconciler) EnsurePodGroup(ctx context.Context, rs *appsv1.ReplicaSet) 
 		return nil, nil
 	}
 
+	// Our own last Workload write when the informer has not caught up: the
+	// Deployment side lowers the template's minCount just before it scales
+	// the ReplicaSet down, and the quorum must follow before a pod goes.
 	w, err := r.scheduling.Scheduling().Workloads().Lister().Workloads(d.Namespace).Get(WorkloadName(d))
+	if fresh, ok := r.workloadWrites.Freshest(types.NamespacedName{Namespace: d.Namespace, Name: WorkloadName(d)}, w, err == nil); ok {
+		w, err = fresh, nil
+	}
 	if err != nil {
 		// The Deployment side creates it before the ReplicaSet exists; a
 		// missing one is being (re)created. Retry rather than run ungrouped pods.
