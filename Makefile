@@ -120,8 +120,12 @@ mutation: binaries ## Self-test of the suite: each wrong variant in hack/mutatio
 	hack/mutation.sh
 
 .PHONY: e2e-kind
-e2e-kind: tools ## Run the suites on a kind cluster (needs Docker and kind; see hack/e2e-kind.sh).
+e2e-kind: tools ## The suites on a kind cluster built offline (a running Docker, or root on Debian: installs docker.io; KIND_WORKERS=2; see hack/e2e-kind.sh).
 	hack/e2e-kind.sh
+
+.PHONY: kind-image
+kind-image: ## A kind node image of KUBE_VERSION built offline from Debian packages and the Go module proxy (cached; needs a running Docker: hack/container-engine.sh up).
+	hack/kind-image.sh
 
 .PHONY: bench
 bench: tools ## Run the Benchmark specs only; figures in $(ARTIFACTS)/bench_deployment.md.

@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# make kind-image: a kind node image for KUBE_VERSION, built offline from
+# Debian's packages and the Go module proxy (no image registry):
+#
+#   1. binaries: kube-apiserver, kube-controller-manager, kube-scheduler, kubectl
+#      (hack/build-binaries.sh), etcd (its tools), kubelet, kubeadm, kube-proxy,
+#      containerd 2.x, crictl, CoreDNS (hack/build-node-binaries.sh), pause (C,
+#      from k8s.io/kubernetes's build/pause, static with gcc);
+#   2. a Debian bookworm root filesystem (debootstrap) with systemd, runc, CNI
+#      plugins, iptables/nftables, mount tools; kind's base-image files
+#      (entrypoint, systemd units, containerd config) from the kind module in
+#      the Go module cache, laid out as kind's images/base/Dockerfile does;
+#   3. `docker import` of that filesystem;
+#   4. one image archive per image kubeadm asks for (`kubeadm config images
+#      list`), under that exact name, packed with go-containerregistry
+#      (hack/ociimage), imported into the node's containerd (ctr images import
+#      --no-unpack, as `kind build node-image` does) and committed.
+#
+# Output: the docker image $KIND_NODE_IMAGE, and the image archives in
+# $OUTPUT_DIR/kind-image/images/ (pause.tar is the suite's pod image on kind).
+# Cached: nothing is rebuilt while $OUTPUT_DIR/kind-image/.stamp matches the
+# versions and this script, and the image exists. The root filesystem has its
+# own stamp (the package list): debootstrap runs once.
+# Every heavy step runs under nice/ionice: it takes idle CPU only.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+KUBE_VERSION=${KUBE_VERSION:-$(hack/versions.sh kube)}
+OUTPUT_DIR=${OUTPUT_DIR:-$ROOT/_output}
+KIND_NODE_IMAGE=${KIND_NODE_IMAGE:-localhost/kind-node:$KUBE_VERSION}
+KIND_VERSION=${KIND_VERSION:-v0.33.0}
+DEBIAN_SUITE=${DEBIAN_SUITE:-bookworm}
+DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+export GOFLAGS="${GOFLAGS:-} -buildvcs=false" GOTOOLCHAIN=${GOTOOLCHAIN:-local}
+# What a kind node needs (kind's base Dockerfile, minus network storage,
+# fuse-overlayfs and curl); runc and the CNI plugins come from Debian too.
+PACKAGES=systemd,systemd-sysv,dbus,conntrack,iptables,nftables,iproute2,ethtool,util-linux,mount,kmod,libseccomp2,pigz,e2fsprogs,ca-certificates,procps,runc,containernetworking-plugins,socat,jq
+
+work=$OUTPUT_DIR/kind-image
+images=$work/images
+log() { printf '[kind-image %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { printf '[kind-image] ERROR: %s\n' "$*" >&2; exit 1; }
+idle() { nice -n 19 ionice -c3 "$@"; }
+t_start=$SECONDS
+
+[[ $(id -u) == 0 ]] || die "building the node image needs root (debootstrap, chroot-free file ownership)"
+docker info >/dev/null 2>&1 || die "no running Docker: start one (hack/container-engine.sh up)"
+
+stamp="kube=$KUBE_VERSION kind=$KIND_VERSION debian=$DEBIAN_SUITE image=$KIND_NODE_IMAGE script=$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-16)"
+if [[ -f $work/.stamp && "$(cat "$work/.stamp")" == "$stamp" ]] && docker image inspect "$KIND_NODE_IMAGE" >/dev/null 2>&1 &&
+  [[ -f $images/pause.tar ]]; then
+  log "$KIND_NODE_IMAGE up to date ($work/.stamp)"; exit 0
+fi
+mkdir -p "$work" "$images"
+
+# --- 1. binaries ---------------------------------------------------------------
+log "binaries (cached by their own stamps)"
+idle hack/build-binaries.sh >&2
+idle hack/build-node-binaries.sh >&2
+cp_bin=$OUTPUT_DIR/bin/kube/$KUBE_VERSION
+node_bin=$OUTPUT_DIR/bin/kind-node/$KUBE_VERSION
+etcd_bin=$OUTPUT_DIR/bin/tools/etcd
+kube_mod=$(cd /tmp && go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/.*"Dir": *"\([^"]*\)".*/\1/p')
+kind_mod=$(cd /tmp && go mod download -json "sigs.k8s.io/kind@$KIND_VERSION" | sed -n 's/.*"Dir": *"\([^"]*\)".*/\1/p')
+[[ -d $kube_mod && -d $kind_mod ]] || die "k8s.io/kubernetes@$KUBE_VERSION or sigs.k8s.io/kind@$KIND_VERSION not in the module cache"
+pause_version=$(sed -n 's/^[[:space:]]*PauseVersion = "\(.*\)"$/\1/p' "$kube_mod/cmd/kubeadm/app/constants/constants.go")
+log "pause $pause_version (gcc -static, $kube_mod/build/pause/linux/pause.c)"
+idle gcc -Os -Wall -static -DVERSION="v$pause_version" -o "$work/pause" "$kube_mod/build/pause/linux/pause.c"
+(cd hack/ociimage && idle go build -o "$OUTPUT_DIR/bin/ociimage" .)
+ociimage=$OUTPUT_DIR/bin/ociimage
+
+# --- 2. root filesystem --------------------------------------------------------
+rootfs_tar=$work/rootfs-$DEBIAN_SUITE.tar
+rootfs_stamp="suite=$DEBIAN_SUITE packages=$PACKAGES"
+if [[ -f $rootfs_tar && -f $rootfs_tar.stamp && "$(cat "$rootfs_tar.stamp")" == "$rootfs_stamp" ]]; then
+  log "Debian $DEBIAN_SUITE root filesystem cached ($rootfs_tar)"
+else
+  command -v debootstrap >/dev/null || idle env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends debootstrap >&2 ||
+    die "debootstrap is missing and apt-get cannot install it"
+  log "debootstrap $DEBIAN_SUITE from $DEBIAN_MIRROR (a few minutes, once)"
+  t0=$SECONDS
+  rm -rf "$work/rootfs.tmp"
+  idle debootstrap --variant=minbase --include="$PACKAGES" "$DEBIAN_SUITE" "$work/rootfs.tmp" "$DEBIAN_MIRROR" >"$work/debootstrap.log" 2>&1 ||
+    die "debootstrap failed; see $work/debootstrap.log"
+  rm -rf "$work/rootfs.tmp"/var/cache/apt/archives/*.deb "$work/rootfs.tmp"/var/lib/apt/lists/*
+  idle tar -C "$work/rootfs.tmp" --numeric-owner -cf "$rootfs_tar.new" .
+  mv -f "$rootfs_tar.new" "$rootfs_tar"
+  echo "$rootfs_stamp" >"$rootfs_tar.stamp"
+  rm -rf "$work/rootfs.tmp"
+  log "root filesystem in $((SECONDS - t0))s"
+fi
+
+# --- 3. the node's file system: Debian + kind's base files + our binaries ------
+log "assembling the node file system (kind's base files from $kind_mod/images/base/files)"
+node=$work/node
+rm -rf "$node"; mkdir -p "$node"
+tar -C "$node" --numeric-owner -xf "$rootfs_tar"
+files=$kind_mod/images/base/files
+install -m 0755 "$files"/usr/local/bin/* "$node/usr/local/bin/"
+mkdir -p "$node/kind/bin" "$node/etc/containerd" "$node/etc/default" "$node/etc/sysctl.d" \
+  "$node/etc/systemd/system/kubelet.service.d" "$node/etc/kubernetes/manifests" "$node/opt/cni/bin" "$node/LICENSES"
+cp "$files"/kind/*.txt "$node/kind/" && chmod 0644 "$node"/kind/*.txt
+install -m 0755 "$files"/kind/bin/* "$node/kind/bin/"
+install -m 0644 "$files"/etc/crictl.yaml "$node/etc/"
+install -m 0644 "$files"/etc/containerd/* "$node/etc/containerd/"
+install -m 0644 "$files"/etc/default/* "$node/etc/default/"
+install -m 0644 "$files"/etc/sysctl.d/* "$node/etc/sysctl.d/"
+find "$files/etc/systemd/system" -maxdepth 1 -type f -exec install -m 0644 {} "$node/etc/systemd/system/" \;
+install -m 0644 "$files"/etc/systemd/system/kubelet.service.d/* "$node/etc/systemd/system/kubelet.service.d/"
+# kind's Dockerfile: drop the services a node container must not run.
+find "$node/lib/systemd/system/sysinit.target.wants/" -name systemd-tmpfiles-setup.service -delete
+rm -f "$node"/lib/systemd/system/multi-user.target.wants/* "$node"/etc/systemd/system/*.wants/* \
+  "$node"/lib/systemd/system/local-fs.target.wants/* "$node"/lib/systemd/system/sockets.target.wants/*udev* \
+  "$node"/lib/systemd/system/sockets.target.wants/*initctl* "$node"/lib/systemd/system/basic.target.wants/*
+echo "ReadKMsg=no" >>"$node/etc/systemd/journald.conf"
+[[ -e $node/sbin/init ]] || ln -s /usr/lib/systemd/systemd "$node/sbin/init"
+systemctl --root="$node" enable kubelet.service containerd.service undo-mount-hacks.service >/dev/null 2>&1 ||
+  die "systemctl --root enable failed"
+systemctl --root="$node" mask systemd-binfmt.service >/dev/null 2>&1
+# Binaries where kind's units and `kind build node-image` put them.
+install -m 0755 "$node_bin"/{containerd,containerd-shim-runc-v2,ctr,crictl} "$node/usr/local/bin/"
+install -m 0755 "$node_bin"/{kubelet,kubeadm} "$cp_bin/kubectl" "$node/usr/bin/"
+[[ -x $node/usr/sbin/runc ]] && ln -sf /usr/sbin/runc "$node/usr/local/sbin/runc"
+for p in host-local loopback ptp portmap bridge; do cp "$node/usr/lib/cni/$p" "$node/opt/cni/bin/"; done
+"$node_bin/ctr" oci spec | jq '.hooks.createContainer[.hooks.createContainer| length] |= . + {"path": "/kind/bin/mount-product-files.sh"}' |
+  jq 'del(.process.rlimits)' >"$node/etc/containerd/cri-base.json"
+sed -i "s|sandbox_image = .*|sandbox_image = \"registry.k8s.io/pause:$pause_version\"|" "$node/etc/containerd/config.toml"
+echo "$KUBE_VERSION" >"$node/kind/version"
+
+# (kind's STOPSIGNAL SIGRTMIN+3 is not a change `docker import` takes: kind
+# removes nodes with docker rm -f, which needs none.)
+log "docker import of the node file system"
+base_image=localhost/kind-node-base:$KUBE_VERSION
+idle tar -C "$node" --numeric-owner -cf - . | docker import \
+  --change 'ENV container=docker' \
+  --change 'ENTRYPOINT [ "/usr/local/bin/entrypoint", "/sbin/init" ]' - "$base_image" >/dev/null
+
+# --- 4. the images kubeadm asks for ----------------------------------------------
+mapfile -t wanted < <("$node_bin/kubeadm" config images list --kubernetes-version "$KUBE_VERSION")
+log "kubeadm config images list: ${wanted[*]}"
+rm -f "$images"/*.tar
+pack() { # name out-file args...
+  local ref=$1 out=$2; shift 2
+  idle "$ociimage" -name "$ref" -out "$images/$out" "$@"
+}
+for ref in "${wanted[@]}"; do
+  repo=${ref%:*}; comp=${repo##*/}
+  case $comp in
+    kube-apiserver | kube-controller-manager | kube-scheduler)
+      pack "$ref" "$comp.tar" -file "$cp_bin/$comp:/usr/local/bin/$comp" ;;
+    kube-proxy)
+      # kube-proxy runs iptables/nft, which are not Go: the Debian root filesystem is its base.
+      pack "$ref" kube-proxy.tar -base "$rootfs_tar" -file "$node_bin/kube-proxy:/usr/local/bin/kube-proxy" ;;
+    etcd) pack "$ref" etcd.tar -file "$etcd_bin:/usr/local/bin/etcd" ;;
+    pause) pack "$ref" pause.tar -file "$work/pause:/pause" -entrypoint /pause -user 65535:65535 ;;
+    coredns) pack "$ref" coredns.tar -file "$node_bin/coredns:/coredns" -entrypoint /coredns ;;
+    *) die "kubeadm asks for $ref, which this script does not build" ;;
+  esac
+done
+
+log "preloading the images into the node's containerd (ctr images import --no-unpack)"
+cid=$(docker run -d --privileged --entrypoint sleep -v "$images:/kind/images:ro" "$base_image" infinity)
+trap 'docker rm -f "$cid" >/dev/null 2>&1 || true' EXIT
+docker exec "$cid" bash -c 'nohup containerd >/var/log/containerd-build.log 2>&1 &
+  for i in $(seq 30); do [ -S /run/containerd/containerd.sock ] && ctr version >/dev/null 2>&1 && break; sleep 1; done
+  for f in /kind/images/*.tar; do
+    ctr --namespace=k8s.io images import --label=io.cri-containerd.pinned=pinned --all-platforms --no-unpack --digests "$f" >/dev/null
+  done
+  ctr --namespace=k8s.io images ls -q | grep -v "^sha256:"
+  pkill -x containerd; for i in $(seq 30); do pgrep -x containerd >/dev/null || break; sleep 1; done
+  rm -f /var/log/containerd-build.log' >&2
+docker commit --change 'ENTRYPOINT [ "/usr/local/bin/entrypoint", "/sbin/init" ]' --change 'CMD []' \
+  "$cid" "$KIND_NODE_IMAGE" >/dev/null
+docker rm -f "$cid" >/dev/null; trap - EXIT
+docker rmi "$base_image" >/dev/null 2>&1 || true
+rm -rf "$node"
+echo "$stamp" >"$work/.stamp"
+log "built $KIND_NODE_IMAGE in $((SECONDS - t_start))s ($(docker image inspect -f '{{.Size}}' "$KIND_NODE_IMAGE" | awk '{printf "%d MB", $1/1e6}'))"
