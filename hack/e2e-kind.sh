@@ -159,6 +159,9 @@ JSON
 
 log "step 1/5: kind cluster $KIND_CLUSTER_NAME ($KIND_NODE_IMAGE) from $KIND_CONFIG, $KIND_WORKERS workers"
 trap cleanup EXIT
+# A stopped run (Ctrl-C, timeout) still exports the logs, deletes the cluster and stops the engine.
+trap 'exit 130' INT
+trap 'exit 143' TERM
 kind_config >"$ARTIFACTS/kind-config.yaml"
 create=("$KIND" create cluster --name "$KIND_CLUSTER_NAME" --config "$ARTIFACTS/kind-config.yaml" --kubeconfig "$KUBECONFIG_FILE" --image "$KIND_NODE_IMAGE" --retain)
 [[ -n $default_cni ]] && create+=(--wait 5m)

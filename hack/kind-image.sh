@@ -125,6 +125,13 @@ for p in host-local loopback ptp portmap bridge; do cp "$node/usr/lib/cni/$p" "$
 "$node_bin/ctr" oci spec | jq '.hooks.createContainer[.hooks.createContainer| length] |= . + {"path": "/kind/bin/mount-product-files.sh"}' |
   jq 'del(.process.rlimits)' >"$node/etc/containerd/cri-base.json"
 sed -i "s|sandbox_image = .*|sandbox_image = \"registry.k8s.io/pause:$pause_version\"|" "$node/etc/containerd/config.toml"
+# Pods get negative oom_score_adj (the sandbox -998); setting one needs
+# CAP_SYS_RESOURCE, which a node lacks where the host's bounding set does (our
+# VM sandbox; rootless kind too): runc then fails every sandbox with "can't get
+# final child's PID from pipe: EOF". Clamping to containerd's own score (what
+# kind does rootless) is harmless elsewhere: the suites do not test OOM order.
+sed -i "s|restrict_oom_score_adj = false|restrict_oom_score_adj = true|" "$node/etc/containerd/config.toml"
+grep -q 'restrict_oom_score_adj = true' "$node/etc/containerd/config.toml" || die "kind's containerd config changed: no restrict_oom_score_adj to set"
 echo "$KUBE_VERSION" >"$node/kind/version"
 
 # (kind's STOPSIGNAL SIGRTMIN+3 is not a change `docker import` takes: kind
