@@ -60,6 +60,8 @@ log "step 0/5: container engine, kind, node image, controller image"
 engine_started=
 provider=$(hack/container-engine.sh up) || need "no container engine (see above)"
 [[ -f $OUTPUT_DIR/engine/dockerd.pid ]] && engine_started=1
+# Until the cluster exists, a failure only has the engine to stop.
+[[ -n $engine_started && -z $KEEP_CLUSTER ]] && trap 'hack/container-engine.sh down' EXIT
 [[ $provider == podman ]] && export KIND_EXPERIMENTAL_PROVIDER=podman
 mkdir -p "$ARTIFACTS" "$OUTPUT_DIR"
 times=$ARTIFACTS/kind-times.txt
