@@ -20,7 +20,7 @@ const module = "github.com/workload-aware/apps-harness"
 // harness lists the restricted packages as `go list` arguments: each entry
 // is one invocation (the suite binary needs its build tag).
 var harness = [][]string{
-	{"-test", "./framework/...", "./suites/...", "./pkg/...", "./cmd/testplan-report"},
+	{"-test", "./framework/...", "./suites/...", "./pkg/...", "./cmd/testplan-report", "./cmd/bench-scale"},
 	{"-test", "-tags", "e2e", "./suites/e2e"},
 }
 
