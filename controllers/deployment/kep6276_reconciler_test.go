@@ -1145,3 +1145,40 @@ func TestKEP6276ScaleDownLowersQuorumBeforeDeletingPods(t *testing.T) {
 		t.Errorf("PodGroup minCount = %d when the pod was deleted, want 2", got)
 	}
 }
+
+// TestKEP6276ScaleToZeroDeletesThePodGroupOnce covers the KEP's write list at
+// zero replicas (D-U3): the pod control reconciles the PodGroup before each
+// pod it deletes, and the PodGroup, kept by its protection finalizer, is
+// still in the cache without a deletionTimestamp for the second pod; it must
+// not be deleted twice.
+func TestKEP6276ScaleToZeroDeletesThePodGroupOnce(t *testing.T) {
+	e := ktNewEnv(t, ktEnvOptions{})
+	d := ktDeployment(t, "to-zero", ptr.To[int32](2), ktGang(nil))
+	e.storeDeployment(d)
+	e.ensureWorkloadCached(d)
+	rs := e.replicaSet(d, "5d8f9c7b6", 2)
+	pg, err := e.r.EnsurePodGroup(e.Ctx, rs)
+	if err != nil || pg == nil {
+		t.Fatalf("EnsurePodGroup = %+v, %v", pg, err)
+	}
+	e.WaitPodGroupCached(pg.Name, pg.ResourceVersion)
+	// The fake API has no finalizers: keep the deleted PodGroup from leaving
+	// the informer, as the protection finalizer would until the pods go.
+	e.Client.PrependReactor("delete", "podgroups", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, nil
+	})
+
+	zero := rs.DeepCopy()
+	zero.Spec.Replicas = ptr.To[int32](0)
+	e.Store(zero)
+	e.Client.ClearActions()
+	pc := e.r.PodControl(&ktPodControl{client: e.Client})
+	for _, pod := range []string{"to-zero-pod-0", "to-zero-pod-1"} {
+		if err := pc.DeletePod(e.Ctx, ktNS, pod, zero); err != nil {
+			t.Fatalf("DeletePod %s: %v", pod, err)
+		}
+	}
+	if got := e.SchedulingWrites(); !reflect.DeepEqual(got, []string{"delete podgroups"}) {
+		t.Errorf("scheduling writes = %v, want the PodGroup deleted once", got)
+	}
+}

@@ -60,6 +60,7 @@ type Reconciler struct {
 
 	workloadWrites                   objcache.Writes[*schedulingv1beta1.Workload]
 	podGroupWrites                   objcache.Writes[*schedulingv1beta1.PodGroup]
+	podGroupDeletes                  objcache.Deletions
 	deploymentLocks, replicaSetLocks objcache.KeyedMutex
 }
 
@@ -81,6 +82,7 @@ func NewReconciler(o Options) *Reconciler {
 	sched := o.Scheduling.Scheduling()
 	objcache.ForgetOnDelete(sched.Workloads().Informer(), &r.workloadWrites)
 	objcache.ForgetOnDelete(sched.PodGroups().Informer(), &r.podGroupWrites)
+	objcache.ForgetDeletionsOnDelete[*schedulingv1beta1.PodGroup](sched.PodGroups().Informer(), &r.podGroupDeletes)
 	return r
 }
 
@@ -237,11 +239,15 @@ func (r *Reconciler) EnsurePodGroup(ctx context.Context, rs *appsv1.ReplicaSet) 
 	existing := r.cachedPodGroup(key)
 
 	if ptr.Deref(rs.Spec.Replicas, 1) == 0 {
-		if existing != nil && existing.DeletionTimestamp == nil && metav1.IsControlledBy(existing, rs) {
+		// Deleted once: the pod control asks again before each pod it
+		// deletes, and the protection finalizer keeps the PodGroup (without a
+		// deletionTimestamp in our cache for a while) until its pods are gone.
+		if existing != nil && existing.DeletionTimestamp == nil && metav1.IsControlledBy(existing, rs) && !r.podGroupDeletes.Requested(key, existing.UID) {
 			err := client.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &existing.UID}})
 			if err != nil && !apierrors.IsNotFound(err) {
 				return nil, err
 			}
+			r.podGroupDeletes.Mark(key, existing.UID)
 			r.podGroupWrites.Forget(key)
 			r.recorder.Eventf(d, corev1.EventTypeNormal, events.PodGroupDeleted, "Deleted PodGroup %s of ReplicaSet %s at zero replicas", name, rs.Name)
 		}

@@ -92,3 +92,27 @@ func ForgetOnDelete[T metav1.Object](informer cache.SharedIndexInformer, w *Writ
 		}
 	}})
 }
+
+// Deletions remembers the objects this process asked to delete, by UID, until
+// the informer reports them gone. An object with a finalizer outlives its
+// delete, and until the informer shows its deletionTimestamp a second
+// reconcile would delete it again: a second write the KEPs do not list.
+type Deletions struct{ m sync.Map }
+
+// Mark records that the object key with uid was deleted here.
+func (d *Deletions) Mark(key types.NamespacedName, uid types.UID) { d.m.Store(key, uid) }
+
+// Requested reports whether this process already deleted the object key with uid.
+func (d *Deletions) Requested(key types.NamespacedName, uid types.UID) bool {
+	v, ok := d.m.Load(key)
+	return ok && v.(types.UID) == uid
+}
+
+// ForgetDeletionsOnDelete makes d forget an object once informer reports it gone.
+func ForgetDeletionsOnDelete[T metav1.Object](informer cache.SharedIndexInformer, d *Deletions) {
+	_, _ = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
+		if o, ok := Unwrap[T](obj); ok {
+			d.m.Delete(types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()})
+		}
+	}})
+}
