@@ -44,29 +44,12 @@ func (a *AuditedWrites) Since() WriteCounts {
 		ginkgo.Fail(err.Error())
 	}
 	out := WriteCounts{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var ev struct {
-			Verb string `json:"verb"`
-			User struct {
-				Username string `json:"username"`
-			} `json:"user"`
-			ObjectRef struct {
-				Resource    string `json:"resource"`
-				Subresource string `json:"subresource"`
-				Namespace   string `json:"namespace"`
-			} `json:"objectRef"`
+	if err := ScanAudit(f, func(ev AuditEvent) {
+		if ev.ObjectRef.Namespace == a.namespace {
+			out[ev.WriteKey()]++
 		}
-		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.ObjectRef.Namespace != a.namespace {
-			continue
-		}
-		user := strings.TrimPrefix(ev.User.Username, "system:serviceaccount:kube-system:")
-		res := ev.ObjectRef.Resource
-		if ev.ObjectRef.Subresource != "" {
-			res += "/" + ev.ObjectRef.Subresource
-		}
-		out[user+": "+ev.Verb+" "+res]++
+	}); err != nil {
+		ginkgo.Fail("reading the audit log: " + err.Error())
 	}
 	return out
 }
@@ -76,4 +59,49 @@ func (a *AuditedWrites) Reset() {
 	if st, err := os.Stat(a.path); err == nil {
 		a.offset = st.Size()
 	}
+}
+
+// AuditEvent is what the harness reads of a kube-apiserver audit event
+// (audit.k8s.io/v1 Event, as the log backend writes it, one per line).
+type AuditEvent struct {
+	Stage string `json:"stage"`
+	Verb  string `json:"verb"`
+	User  struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	ObjectRef struct {
+		APIGroup    string `json:"apiGroup"`
+		Resource    string `json:"resource"`
+		Subresource string `json:"subresource"`
+		Namespace   string `json:"namespace"`
+	} `json:"objectRef"`
+}
+
+// Resource is "resource" or "resource/subresource".
+func (e AuditEvent) Resource() string {
+	if e.ObjectRef.Subresource != "" {
+		return e.ObjectRef.Resource + "/" + e.ObjectRef.Subresource
+	}
+	return e.ObjectRef.Resource
+}
+
+// WriteKey is the event's key in WriteCounts: "<user>: <verb> <resource>",
+// with kube-system service accounts shortened to their name.
+func (e AuditEvent) WriteKey() string {
+	return strings.TrimPrefix(e.User.Username, "system:serviceaccount:kube-system:") + ": " + e.Verb + " " + e.Resource()
+}
+
+// ScanAudit calls fn with each event of r. Lines that are not events are
+// skipped: the log is read while the apiserver appends, so the last line may
+// be partial.
+func ScanAudit(r io.Reader, fn func(AuditEvent)) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var ev AuditEvent
+		if json.Unmarshal(sc.Bytes(), &ev) == nil {
+			fn(ev)
+		}
+	}
+	return sc.Err()
 }

@@ -1,8 +1,6 @@
 package benchscale
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -106,20 +104,6 @@ type AuditFilter struct {
 	Namespace string
 }
 
-type auditEvent struct {
-	Stage string `json:"stage"`
-	Verb  string `json:"verb"`
-	User  struct {
-		Username string `json:"username"`
-	} `json:"user"`
-	ObjectRef struct {
-		Resource    string `json:"resource"`
-		Subresource string `json:"subresource"`
-		Namespace   string `json:"namespace"`
-		APIGroup    string `json:"apiGroup"`
-	} `json:"objectRef"`
-}
-
 // ParseAudit reads audit events (JSON lines, as kube-apiserver's log
 // backend writes them). A request is counted once: at ResponseComplete,
 // except a watch, which is counted when it starts (ResponseStarted), since
@@ -128,21 +112,12 @@ type auditEvent struct {
 // partial).
 func ParseAudit(r io.Reader, f AuditFilter) (AuditSummary, error) {
 	out := AuditSummary{Requests: Requests{}, SchedulerRequests: Requests{}, SchedulingWrites: framework.WriteCounts{}}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var ev auditEvent
-		if json.Unmarshal(sc.Bytes(), &ev) != nil {
-			continue
-		}
+	err := framework.ScanAudit(r, func(ev framework.AuditEvent) {
 		once := ev.Stage == "ResponseComplete" && ev.Verb != "watch" || ev.Stage == "ResponseStarted" && ev.Verb == "watch"
 		if !once {
-			continue
+			return
 		}
-		res := ev.ObjectRef.Resource
-		if ev.ObjectRef.Subresource != "" {
-			res += "/" + ev.ObjectRef.Subresource
-		}
+		res := ev.Resource()
 		if slices.Contains(f.Users, ev.User.Username) {
 			out.Requests[ev.Verb+" "+res]++
 		}
@@ -152,11 +127,10 @@ func ParseAudit(r io.Reader, f AuditFilter) (AuditSummary, error) {
 		scheduling := ev.ObjectRef.APIGroup == "scheduling.k8s.io" && (res == "workloads" || res == "podgroups")
 		write := ev.Verb == "create" || ev.Verb == "update" || ev.Verb == "patch" || ev.Verb == "delete"
 		if scheduling && write && ev.ObjectRef.Namespace == f.Namespace {
-			user := strings.TrimPrefix(ev.User.Username, "system:serviceaccount:kube-system:")
-			out.SchedulingWrites[user+": "+ev.Verb+" "+res]++
+			out.SchedulingWrites[ev.WriteKey()]++
 		}
-	}
-	return out, sc.Err()
+	})
+	return out, err
 }
 
 // ReadAuditFrom parses the log at path from byte offset on.

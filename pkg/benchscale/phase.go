@@ -327,7 +327,7 @@ func busyRequests(path string, offset int64) (int, int64, error) {
 			return busy, offset, nil
 		}
 		offset += int64(len(line))
-		var ev auditEvent
+		var ev framework.AuditEvent
 		if json.Unmarshal(line, &ev) != nil {
 			continue
 		}
