@@ -153,12 +153,17 @@ pack() { # name out-file args...
 for ref in "${wanted[@]}"; do
   repo=${ref%:*}; comp=${repo##*/}
   case $comp in
+    # hack/build-binaries.sh links these (and etcd) against the host's glibc
+    # (cgo): on an empty base the kubelet reported "exec
+    # /usr/local/bin/kube-apiserver: no such file or directory" (no dynamic
+    # loader). The Debian root filesystem has the matching glibc, and its
+    # layer is stored once in the node's containerd however many images use it.
     kube-apiserver | kube-controller-manager | kube-scheduler)
-      pack "$ref" "$comp.tar" -file "$cp_bin/$comp:/usr/local/bin/$comp" ;;
+      pack "$ref" "$comp.tar" -base "$rootfs_tar" -file "$cp_bin/$comp:/usr/local/bin/$comp" ;;
     kube-proxy)
       # kube-proxy runs iptables/nft, which are not Go: the Debian root filesystem is its base.
       pack "$ref" kube-proxy.tar -base "$rootfs_tar" -file "$node_bin/kube-proxy:/usr/local/bin/kube-proxy" ;;
-    etcd) pack "$ref" etcd.tar -file "$etcd_bin:/usr/local/bin/etcd" ;;
+    etcd) pack "$ref" etcd.tar -base "$rootfs_tar" -file "$etcd_bin:/usr/local/bin/etcd" ;;
     pause) pack "$ref" pause.tar -file "$work/pause:/pause" -entrypoint /pause -user 65535:65535 ;;
     coredns) pack "$ref" coredns.tar -file "$node_bin/coredns:/coredns" -entrypoint /coredns ;;
     *) die "kubeadm asks for $ref, which this script does not build" ;;
