@@ -133,7 +133,10 @@ func TestGatesAndRuntimeConfigOnTheControlPlaneOnly(t *testing.T) {
 		if got := components["kube-apiserver"]["runtime-config"]; got != wantRC {
 			t.Errorf("%s: kube-apiserver runtime-config %q, want %q", file, got, wantRC)
 		}
-		wantControllers := cluster.KubeControllers()
+		// kubeadm's own --controllers adds the two controllers that sign and
+		// clean bootstrap tokens (off under "*"); without them no worker joins
+		// ("could not find a JWS signature in the cluster-info ConfigMap").
+		wantControllers := "*,bootstrapsigner,tokencleaner" + strings.TrimPrefix(cluster.KubeControllers(), "*")
 		if got := components["kube-controller-manager"]["controllers"]; got != wantControllers {
 			t.Errorf("%s: kube-controller-manager controllers %q, want %q (the reference implementation replaces those)", file, got, wantControllers)
 		}
