@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/workload-aware/apps-harness/framework"
+	"github.com/workload-aware/apps-harness/pkg/localcluster"
 )
 
 // ControllerUsers are the identities the implementation's controllers act
@@ -37,19 +38,9 @@ func AuditPolicy(users []string) string {
 	for i, u := range users {
 		quoted[i] = fmt.Sprintf("%q", u)
 	}
-	return `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: [RequestReceived]
-rules:
-- level: Metadata
-  users: [` + strings.Join(quoted, ", ") + `]
-- level: Metadata
-  verbs: [create, update, patch, delete]
-  resources:
-  - group: scheduling.k8s.io
-    resources: [workloads, podgroups]
-- level: None
-`
+	// The default policy's rules follow, in their one place.
+	return strings.Replace(localcluster.DefaultAuditPolicy, "rules:\n",
+		"rules:\n- level: Metadata\n  users: ["+strings.Join(quoted, ", ")+"]\n", 1)
 }
 
 // Requests counts API requests keyed "verb resource[/subresource]".
