@@ -58,7 +58,9 @@ func ConnectSuite(data []byte) {
 	if err := json.Unmarshal(data, &st); err != nil {
 		ginkgo.Fail(fmt.Sprintf("decoding the suite state from process 1: %v", err))
 	}
-	ConnectCluster([]byte(st.Kubeconfig))
+	if clientSet == nil { // process 1 connected in SetupSuite already
+		ConnectCluster([]byte(st.Kubeconfig))
+	}
 	if LocalCluster == nil && st.LocalClusterDir != "" {
 		c, err := localcluster.Attach(st.LocalClusterDir, nil)
 		if err != nil {
