@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
@@ -37,10 +39,50 @@ func New(baseName string) *Framework {
 		f.ClientSet = ClientSet()
 		f.Timeouts = TestContext.Timeouts
 		gomega.Expect(f.ClientSet).NotTo(gomega.BeNil(), "the suite is not connected to a cluster (SynchronizedBeforeSuite did not run)")
+		if slices.Contains(ginkgo.CurrentSpecReport().Labels(), "Disruptive") {
+			// Registered first, so it runs last: after the namespace is gone.
+			ginkgo.DeferCleanup(f.settleAfterDisruption)
+		}
 		f.Namespace = f.createNamespace(ctx)
 		ginkgo.DeferCleanup(f.cleanup)
 	})
 	return f
+}
+
+// settleAfterDisruption waits, after a Disruptive spec, until the cluster's
+// controllers serve a new namespace again: its "default" ServiceAccount
+// appears. A component restart does not end when the process is ready. Every
+// client-go reflector that saw the apiserver refuse connections backs off
+// exponentially (0.8 s doubling to 30 s, reset only after 2 quiet minutes), so
+// after a few apiserver restarts in a row kube-controller-manager's informers
+// can lag by half a minute. Measured in CI: the next spec's namespace then
+// waited 30 s for its ServiceAccount and failed in BeforeEach. The wait
+// belongs to the spec that disrupted, with a bound that covers the backoff.
+func (f *Framework) settleAfterDisruption(ctx context.Context) {
+	t0 := time.Now()
+	ns, err := f.ClientSet.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		GenerateName: "settle-", Labels: map[string]string{NamespaceLabel: "true"},
+	}}, metav1.CreateOptions{})
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "after a Disruptive spec: creating a probe namespace (is kube-apiserver serving again?)")
+	defer func() {
+		if err := f.ClientSet.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			ginkgo.GinkgoWriter.Printf("deleting probe namespace %s: %v\n", ns.Name, err)
+		}
+	}()
+	gomega.Eventually(ctx, func(ctx context.Context) error {
+		_, err := f.ClientSet.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
+		return err
+	}).WithTimeout(settleTimeout(f.Timeouts)).WithPolling(f.Timeouts.Poll).Should(gomega.Succeed(),
+		"after a Disruptive spec: kube-controller-manager's ServiceAccount controller did not serve new namespace %s; is kube-controller-manager running and connected?", ns.Name)
+	if d := time.Since(t0); d > 5*time.Second {
+		ginkgo.GinkgoWriter.Printf("the cluster's controllers served a new namespace %.1fs after this Disruptive spec\n", d.Seconds())
+	}
+}
+
+// settleTimeout covers the reflectors' longest backoff (30 s) twice over, and
+// more on a machine the calibration found slow.
+func settleTimeout(t Timeouts) time.Duration {
+	return max(2*time.Minute, 4*t.Namespace)
 }
 
 func (f *Framework) createNamespace(ctx context.Context) string {
@@ -57,7 +99,7 @@ func (f *Framework) createNamespace(ctx context.Context) string {
 		_, err := f.ClientSet.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
 		return err
 	}).WithTimeout(f.Timeouts.Namespace).WithPolling(f.Timeouts.Poll).Should(gomega.Succeed(),
-		"waiting for the default ServiceAccount of namespace %s", name)
+		"waiting for the default ServiceAccount of namespace %s (kube-controller-manager's serviceaccount controller makes it)", name)
 	return name
 }
 
