@@ -6,10 +6,12 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -257,5 +259,26 @@ func ExpectPodsShareClaim(pods []corev1.Pod, entry string, claim *resourcev1.Res
 		if node != "" {
 			gomega.ExpectWithOffset(1, p.Spec.NodeName).To(gomega.Equal(node), "pod %s must run on node %s, where claim %s's device is", p.Name, node, claim.Name)
 		}
+	}
+}
+
+// RequireDevices skips the spec unless the cluster publishes the harness's
+// devices: DeviceClass DeviceClassName and ResourceSlices of driver
+// kwoknodes.DeviceDriver. The harness's own cluster publishes them for its
+// kwok nodes, where no kubelet has to prepare a device. Where real kubelets
+// run (kind, a vendor's cluster) nothing publishes them: a slice without a
+// driver's kubelet plugin would leave pods stuck in NodePrepareResources, so
+// the DRA specs say why they cannot run instead of timing out.
+func RequireDevices(ctx context.Context, cs kubernetes.Interface) {
+	if _, err := cs.ResourceV1().DeviceClasses().Get(ctx, DeviceClassName, metav1.GetOptions{}); err != nil {
+		if apierrors.IsNotFound(err) {
+			ginkgo.Skip(fmt.Sprintf("needs DRA devices: no DeviceClass %s on this cluster (the harness's cluster publishes it with devices on its kwok nodes; a cluster with real kubelets needs a DRA driver for them)", DeviceClassName))
+		}
+		gomega.ExpectWithOffset(1, err).NotTo(gomega.HaveOccurred(), "reading DeviceClass %s", DeviceClassName)
+	}
+	slices, err := cs.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{FieldSelector: "spec.driver=" + kwoknodes.DeviceDriver, Limit: 1})
+	gomega.ExpectWithOffset(1, err).NotTo(gomega.HaveOccurred(), "listing the ResourceSlices of driver %s", kwoknodes.DeviceDriver)
+	if len(slices.Items) == 0 {
+		ginkgo.Skip(fmt.Sprintf("needs DRA devices: no ResourceSlice of driver %s offers DeviceClass %s's devices (the harness's cluster publishes them on its kwok nodes; a cluster with real kubelets, such as kind, needs a DRA driver)", kwoknodes.DeviceDriver, DeviceClassName))
 	}
 }

@@ -28,6 +28,7 @@ const draEntry = "gpu"
 var _ = ginkgo.Describe("Deployments with PodGroup-level ResourceClaims", framework.KEP(6276),
 	framework.WithFeatureGate(framework.GenericWorkload, framework.WorkloadWithDeployment, framework.DRAWorkloadResourceClaims), func() {
 		f := framework.New("deploy-dra")
+		ginkgo.BeforeEach(func(ctx context.Context) { framework.RequireDevices(ctx, f.ClientSet) })
 
 		ginkgo.It("generates one claim per PodGroup from a template and deletes it with the PodGroup at zero replicas", framework.ID("D-E5"), func(ctx context.Context) {
 			framework.CreateResourceClaimTemplate(ctx, f, "gpu", 1)

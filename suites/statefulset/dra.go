@@ -21,6 +21,7 @@ import (
 var _ = ginkgo.Describe("StatefulSets with PodGroup-level ResourceClaims", framework.KEP(6277),
 	framework.WithFeatureGate(framework.GenericWorkload, framework.WorkloadWithStatefulSet, framework.DRAWorkloadResourceClaims), func() {
 		f := framework.New("sts-dra")
+		ginkgo.BeforeEach(func(ctx context.Context) { framework.RequireDevices(ctx, f.ClientSet) })
 
 		ginkgo.It("generates one claim for the PodGroup from a template, reserved for the PodGroup, shared by pods added on scale-up",
 			framework.ID("S-I12", "S-I13", "S-I14", "S-E14", "S-U24"), func(ctx context.Context) {
