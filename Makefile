@@ -123,6 +123,14 @@ mutation: binaries ## Self-test of the suite: each wrong variant in hack/mutatio
 e2e-kind: tools ## The suites on a kind cluster built offline (a running Docker, or root on Debian: installs docker.io; KIND_WORKERS=2; see hack/e2e-kind.sh).
 	hack/e2e-kind.sh
 
+# The kind smoke of .ci/run: the Harness specs, one gang Deployment spec (D-E9)
+# and one StatefulSet spec (S-I1) on kind, with the cached node image. Its
+# artifacts go to $(ARTIFACTS)/kind, apart from make e2e's.
+KIND_SMOKE_FILTER ?= Harness || D-E9 || S-I1
+.PHONY: kind-smoke
+kind-smoke: tools ## make e2e-kind on three specs' worth: the Harness specs, a gang Deployment (D-E9), a StatefulSet (S-I1); artifacts in $(ARTIFACTS)/kind.
+	ARTIFACTS=$(ARTIFACTS)/kind LABEL_FILTER='$(KIND_SMOKE_FILTER)' PROCS=2 hack/e2e-kind.sh
+
 .PHONY: kind-image
 kind-image: ## A kind node image of KUBE_VERSION built offline from Debian packages and the Go module proxy (cached; needs a running Docker: hack/container-engine.sh up).
 	hack/kind-image.sh

@@ -6,6 +6,9 @@
 #                                   start dockerd, recording that we started it.
 #                                   Prints the provider (docker|podman) on stdout.
 #   hack/container-engine.sh down   stop dockerd if (and only if) `up` started it.
+#   hack/container-engine.sh check  exit 0 if `up` can give an engine (one runs, or
+#                                   root, apt-get and a node image build are possible);
+#                                   else print why not and exit 1. Starts nothing.
 #   hack/container-engine.sh kind   build the kind CLI (pinned, from the Go module
 #                                   proxy, cached) and print its path.
 #
@@ -92,6 +95,17 @@ missing_capabilities() {
   echo "${out[*]}"
 }
 
+check() {
+  if command -v docker >/dev/null && docker info >/dev/null 2>&1; then return; fi
+  if command -v podman >/dev/null && podman info >/dev/null 2>&1; then return; fi
+  local missing=()
+  ((EUID == 0)) || missing+=("root (we are uid $EUID)")
+  command -v apt-get >/dev/null || missing+=("apt-get (not a Debian-like system)")
+  ((${#missing[@]} == 0)) && return
+  echo "no running Docker or Podman, and none can be installed here: missing ${missing[*]}"
+  return 1
+}
+
 down() {
   [[ -f $state/dockerd.pid ]] || { log "no dockerd started by us; nothing to stop"; return; }
   local pid; pid=$(cat "$state/dockerd.pid")
@@ -111,7 +125,8 @@ kind_cli() {
 
 case ${1:-} in
   up) up ;;
+  check) check ;;
   down) down ;;
   kind) kind_cli ;;
-  *) echo "usage: $0 up|down|kind" >&2; exit 2 ;;
+  *) echo "usage: $0 up|check|down|kind" >&2; exit 2 ;;
 esac

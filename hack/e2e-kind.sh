@@ -79,7 +79,8 @@ if [[ -z $KIND_NODE_IMAGE ]]; then
   KIND_NODE_IMAGE=localhost/kind-node:$KUBE_VERSION
   KIND_NODE_IMAGE=$KIND_NODE_IMAGE hack/kind-image.sh
   # The suite's pods run the pause image preloaded in the node image.
-  pause=$(tar -xOf "$OUTPUT_DIR/kind-image/images/pause.tar" manifest.json | sed -n 's/.*"RepoTags":\["\([^"]*\)".*/\1/p')
+  pause=$(docker image inspect -f '{{index .Config.Labels "was-harness.io/pause-image"}}' "$KIND_NODE_IMAGE")
+  [[ -n $pause ]] || { log "ERROR: $KIND_NODE_IMAGE has no was-harness.io/pause-image label: rebuild it (make kind-image)"; exit 1; }
   export POD_IMAGE=${POD_IMAGE:-$pause} POD_IMAGE_PULL_POLICY=${POD_IMAGE_PULL_POLICY:-IfNotPresent}
   default_cni=$KIND_DEFAULT_CNI
 else

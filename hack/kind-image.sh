@@ -3,8 +3,9 @@
 # Debian's packages and the Go module proxy (no image registry):
 #
 #   1. binaries: kube-apiserver, kube-controller-manager, kube-scheduler, kubectl
-#      (hack/build-binaries.sh), etcd (its tools), kubelet, kubeadm, kube-proxy,
-#      containerd 2.x, crictl, CoreDNS (hack/build-node-binaries.sh), pause (C,
+#      and kubelet, kubeadm, kube-proxy (hack/build-binaries.sh, one module and
+#      build cache), etcd (its tools), containerd 2.x, crictl, CoreDNS
+#      (hack/build-node-binaries.sh), pause (C,
 #      from k8s.io/kubernetes's build/pause, static with gcc);
 #   2. a Debian bookworm root filesystem (debootstrap) with systemd, runc, CNI
 #      plugins, iptables/nftables, mount tools; kind's base-image files
@@ -16,11 +17,12 @@
 #      (hack/ociimage), imported into the node's containerd (ctr images import
 #      --no-unpack, as `kind build node-image` does) and committed.
 #
-# Output: the docker image $KIND_NODE_IMAGE, and the image archives in
-# $OUTPUT_DIR/kind-image/images/ (pause.tar is the suite's pod image on kind).
-# Cached: nothing is rebuilt while $OUTPUT_DIR/kind-image/.stamp matches the
-# versions and this script, and the image exists. The root filesystem has its
-# own stamp (the package list): debootstrap runs once.
+# Output: the docker image $KIND_NODE_IMAGE, labelled with its stamp and the
+# name of its pause image (the suite's pod image on kind).
+# Cached on the machine, not in the clone: nothing is rebuilt while the
+# image's stamp label matches the versions and the scripts that build it, so
+# a clean clone (CI) reuses it. The Debian root filesystem is kept in
+# $KIND_IMAGE_CACHE with its own stamp (the package list): debootstrap runs once.
 # Every heavy step runs under nice/ionice: it takes idle CPU only.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -37,6 +39,7 @@ export GOFLAGS="${GOFLAGS:-} -buildvcs=false" GOTOOLCHAIN=${GOTOOLCHAIN:-local}
 PACKAGES=systemd,systemd-sysv,dbus,conntrack,iptables,nftables,iproute2,ethtool,util-linux,mount,kmod,libseccomp2,pigz,e2fsprogs,ca-certificates,procps,runc,containernetworking-plugins,socat,jq
 
 work=$OUTPUT_DIR/kind-image
+KIND_IMAGE_CACHE=${KIND_IMAGE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/was-harness/kind-image}
 images=$work/images
 log() { printf '[kind-image %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { printf '[kind-image] ERROR: %s\n' "$*" >&2; exit 1; }
@@ -46,16 +49,19 @@ t_start=$SECONDS
 [[ $(id -u) == 0 ]] || die "building the node image needs root (debootstrap, chroot-free file ownership)"
 docker info >/dev/null 2>&1 || die "no running Docker: start one (hack/container-engine.sh up)"
 
-stamp="kube=$KUBE_VERSION kind=$KIND_VERSION debian=$DEBIAN_SUITE image=$KIND_NODE_IMAGE script=$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-16)"
-if [[ -f $work/.stamp && "$(cat "$work/.stamp")" == "$stamp" ]] && docker image inspect "$KIND_NODE_IMAGE" >/dev/null 2>&1 &&
-  [[ -f $images/pause.tar ]]; then
-  log "$KIND_NODE_IMAGE up to date ($work/.stamp)"; exit 0
+# The stamp: versions, and everything that decides the image's content.
+scripts=$(cat "${BASH_SOURCE[0]}" hack/build-binaries.sh hack/build-node-binaries.sh hack/ociimage/go.mod hack/ociimage/*.go | sha256sum | cut -c1-16)
+stamp="kube=$KUBE_VERSION kind=$KIND_VERSION debian=$DEBIAN_SUITE scripts=$scripts"
+STAMP_LABEL=was-harness.io/kind-image-stamp
+if [[ "$(docker image inspect -f "{{index .Config.Labels \"$STAMP_LABEL\"}}" "$KIND_NODE_IMAGE" 2>/dev/null)" == "$stamp" ]]; then
+  log "$KIND_NODE_IMAGE up to date (label $STAMP_LABEL: $stamp)"; exit 0
 fi
-mkdir -p "$work" "$images"
+mkdir -p "$work" "$images" "$KIND_IMAGE_CACHE"
 
 # --- 1. binaries ---------------------------------------------------------------
 log "binaries (cached by their own stamps)"
 idle hack/build-binaries.sh >&2
+idle hack/build-binaries.sh node >&2
 idle hack/build-node-binaries.sh >&2
 cp_bin=$OUTPUT_DIR/bin/kube/$KUBE_VERSION
 node_bin=$OUTPUT_DIR/bin/kind-node/$KUBE_VERSION
@@ -70,7 +76,7 @@ idle gcc -Os -Wall -static -DVERSION="v$pause_version" -o "$work/pause" "$kube_m
 ociimage=$OUTPUT_DIR/bin/ociimage
 
 # --- 2. root filesystem --------------------------------------------------------
-rootfs_tar=$work/rootfs-$DEBIAN_SUITE.tar
+rootfs_tar=$KIND_IMAGE_CACHE/rootfs-$DEBIAN_SUITE.tar
 rootfs_stamp="suite=$DEBIAN_SUITE packages=$PACKAGES"
 if [[ -f $rootfs_tar && -f $rootfs_tar.stamp && "$(cat "$rootfs_tar.stamp")" == "$rootfs_stamp" ]]; then
   log "Debian $DEBIAN_SUITE root filesystem cached ($rootfs_tar)"
@@ -119,7 +125,11 @@ systemctl --root="$node" enable kubelet.service containerd.service undo-mount-ha
 systemctl --root="$node" mask systemd-binfmt.service >/dev/null 2>&1
 # Binaries where kind's units and `kind build node-image` put them.
 install -m 0755 "$node_bin"/{containerd,containerd-shim-runc-v2,ctr,crictl} "$node/usr/local/bin/"
-install -m 0755 "$node_bin"/{kubelet,kubeadm} "$cp_bin/kubectl" "$node/usr/bin/"
+install -m 0755 "$cp_bin"/{kubelet,kubeadm,kubectl} "$node/usr/bin/"
+# The Kubernetes binaries use cgo (glibc) like the local cluster's, to share
+# its build cache: they must run against this root filesystem's glibc.
+chroot "$node" /usr/bin/kubelet --version >/dev/null 2>&1 || die "kubelet does not run in the Debian $DEBIAN_SUITE root filesystem \
+($(chroot "$node" /usr/bin/kubelet --version 2>&1 | tail -1)): the host's glibc is newer than $DEBIAN_SUITE's; set DEBIAN_SUITE to the host's release"
 [[ -x $node/usr/sbin/runc ]] && ln -sf /usr/sbin/runc "$node/usr/local/sbin/runc"
 for p in host-local loopback ptp portmap bridge; do cp "$node/usr/lib/cni/$p" "$node/opt/cni/bin/"; done
 "$node_bin/ctr" oci spec | jq '.hooks.createContainer[.hooks.createContainer| length] |= . + {"path": "/kind/bin/mount-product-files.sh"}' |
@@ -143,7 +153,7 @@ idle tar -C "$node" --numeric-owner -cf - . | docker import \
   --change 'ENTRYPOINT [ "/usr/local/bin/entrypoint", "/sbin/init" ]' - "$base_image" >/dev/null
 
 # --- 4. the images kubeadm asks for ----------------------------------------------
-mapfile -t wanted < <("$node_bin/kubeadm" config images list --kubernetes-version "$KUBE_VERSION")
+mapfile -t wanted < <("$cp_bin/kubeadm" config images list --kubernetes-version "$KUBE_VERSION")
 log "kubeadm config images list: ${wanted[*]}"
 rm -f "$images"/*.tar
 pack() { # name out-file args...
@@ -162,9 +172,9 @@ for ref in "${wanted[@]}"; do
       pack "$ref" "$comp.tar" -base "$rootfs_tar" -file "$cp_bin/$comp:/usr/local/bin/$comp" ;;
     kube-proxy)
       # kube-proxy runs iptables/nft, which are not Go: the Debian root filesystem is its base.
-      pack "$ref" kube-proxy.tar -base "$rootfs_tar" -file "$node_bin/kube-proxy:/usr/local/bin/kube-proxy" ;;
+      pack "$ref" kube-proxy.tar -base "$rootfs_tar" -file "$cp_bin/kube-proxy:/usr/local/bin/kube-proxy" ;;
     etcd) pack "$ref" etcd.tar -base "$rootfs_tar" -file "$etcd_bin:/usr/local/bin/etcd" ;;
-    pause) pack "$ref" pause.tar -file "$work/pause:/pause" -entrypoint /pause -user 65535:65535 ;;
+    pause) pause_ref=$ref; pack "$ref" pause.tar -file "$work/pause:/pause" -entrypoint /pause -user 65535:65535 ;;
     coredns) pack "$ref" coredns.tar -file "$node_bin/coredns:/coredns" -entrypoint /coredns ;;
     *) die "kubeadm asks for $ref, which this script does not build" ;;
   esac
@@ -182,9 +192,9 @@ docker exec "$cid" bash -c 'nohup containerd >/var/log/containerd-build.log 2>&1
   pkill -x containerd; for i in $(seq 30); do pgrep -x containerd >/dev/null || break; sleep 1; done
   rm -f /var/log/containerd-build.log' >&2
 docker commit --change 'ENTRYPOINT [ "/usr/local/bin/entrypoint", "/sbin/init" ]' --change 'CMD []' \
+  --change "LABEL $STAMP_LABEL=\"$stamp\" was-harness.io/pause-image=$pause_ref" \
   "$cid" "$KIND_NODE_IMAGE" >/dev/null
 docker rm -f "$cid" >/dev/null; trap - EXIT
 docker rmi "$base_image" >/dev/null 2>&1 || true
-rm -rf "$node"
-echo "$stamp" >"$work/.stamp"
+rm -rf "$node" "$images"
 log "built $KIND_NODE_IMAGE in $((SECONDS - t_start))s ($(docker image inspect -f '{{.Size}}' "$KIND_NODE_IMAGE" | awk '{printf "%d MB", $1/1e6}'))"
