@@ -15,7 +15,7 @@ DEBIAN_SUITE=${DEBIAN_SUITE:-bookworm}
 export GOFLAGS="${GOFLAGS:-} -buildvcs=false" GOTOOLCHAIN=${GOTOOLCHAIN:-local}
 log() { printf '[e2e-image %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 dir=$OUTPUT_DIR/kind-image
-rootfs=$dir/rootfs-$DEBIAN_SUITE.tar
+rootfs=$(DEBIAN_SUITE=$DEBIAN_SUITE hack/kind-image.sh rootfs-path)
 [[ -f $rootfs ]] || { log "no $rootfs: run make kind-image first (it debootstraps the root filesystem)"; exit 2; }
 mkdir -p "$dir/images-extra"
 t0=$SECONDS

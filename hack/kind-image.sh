@@ -46,6 +46,11 @@ die() { printf '[kind-image] ERROR: %s\n' "$*" >&2; exit 1; }
 idle() { nice -n 19 ionice -c3 "$@"; }
 t_start=$SECONDS
 
+rootfs_tar=$KIND_IMAGE_CACHE/rootfs-$DEBIAN_SUITE.tar
+# `hack/kind-image.sh rootfs-path`: where the Debian root filesystem is kept
+# (hack/e2e-image.sh packs the suite's image on it).
+if [[ ${1:-} == rootfs-path ]]; then echo "$rootfs_tar"; exit 0; fi
+
 [[ $(id -u) == 0 ]] || die "building the node image needs root (debootstrap, chroot-free file ownership)"
 docker info >/dev/null 2>&1 || die "no running Docker: start one (hack/container-engine.sh up)"
 
@@ -76,7 +81,6 @@ idle gcc -Os -Wall -static -DVERSION="v$pause_version" -o "$work/pause" "$kube_m
 ociimage=$OUTPUT_DIR/bin/ociimage
 
 # --- 2. root filesystem --------------------------------------------------------
-rootfs_tar=$KIND_IMAGE_CACHE/rootfs-$DEBIAN_SUITE.tar
 rootfs_stamp="suite=$DEBIAN_SUITE packages=$PACKAGES"
 if [[ -f $rootfs_tar && -f $rootfs_tar.stamp && "$(cat "$rootfs_tar.stamp")" == "$rootfs_stamp" ]]; then
   log "Debian $DEBIAN_SUITE root filesystem cached ($rootfs_tar)"
