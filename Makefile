@@ -120,7 +120,7 @@ mutation: binaries ## Self-test of the suite: each wrong variant in hack/mutatio
 	hack/mutation.sh
 
 .PHONY: e2e-kind
-e2e-kind: tools ## The suites on a kind cluster built offline (a running Docker, or root on Debian: installs docker.io; KIND_WORKERS=2; see hack/e2e-kind.sh).
+e2e-kind: tools ## The suites on a kind cluster built offline (a running Docker, or root on Debian: installs docker.io; KIND_WORKERS=3; see hack/e2e-kind.sh).
 	hack/e2e-kind.sh
 
 # The kind smoke of .ci/run: the Harness specs, one gang Deployment spec (D-E9)

@@ -32,10 +32,18 @@ OUTPUT_DIR=${OUTPUT_DIR:-$ROOT/_output}
 export ARTIFACTS OUTPUT_DIR
 KIND_CONFIG=${KIND_CONFIG:-$ROOT/kind-config/was-v1.37.yaml}
 KIND_CLUSTER_NAME=${KIND_CLUSTER_NAME:-was-e2e}
-KIND_WORKERS=${KIND_WORKERS:-2}
+KIND_WORKERS=${KIND_WORKERS:-3} # kind-config/kindconfig_test.go: DefaultWorkers
 KIND_NODE_IMAGE=${KIND_NODE_IMAGE:-}
 KIND_DEFAULT_CNI=${KIND_DEFAULT_CNI:-}
 KEEP_CLUSTER=${KEEP_CLUSTER:-}
+# E2E_RUNNER=host runs the suite from this machine (hack/e2e.sh); pod runs
+# sonobuoy/run.sh in the suite image as a pod in the cluster, as the Sonobuoy
+# plugin does (E2E_TIMEOUT in minutes, e.g. 90m, bounds it).
+E2E_RUNNER=${E2E_RUNNER:-host}
+E2E_TIMEOUT=${E2E_TIMEOUT:-90m}
+E2E_IMAGE=${E2E_IMAGE:-localhost/was-e2e:dev}
+[[ $E2E_RUNNER == host || $E2E_RUNNER == pod ]] || { echo "e2e-kind: E2E_RUNNER=$E2E_RUNNER: want host or pod" >&2; exit 2; }
+[[ $E2E_TIMEOUT =~ ^[0-9]+m$ ]] || { echo "e2e-kind: E2E_TIMEOUT=$E2E_TIMEOUT: want minutes, such as 90m" >&2; exit 2; }
 IMAGE=${IMAGE:-localhost/was-controller-manager:dev} # the name deploy/ uses
 RACK_LABEL=was-harness.io/rack                      # kind-config/: the kubelet may not set topology.kubernetes.io/rack
 log() { printf '[e2e-kind %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -112,6 +120,76 @@ cleanup() {
   fi
   log "times: $(tr -s ' ' <"$times" | paste -sd, -)"
   exit "$rc"
+}
+
+# run_in_pod runs the suite the way the Sonobuoy plugin does (Sonobuoy itself
+# is not served by the Go module proxy): the suite image of build/e2e.Dockerfile,
+# built offline by hack/e2e-image.sh, runs sonobuoy/run.sh in a pod under a
+# cluster-admin service account, as Sonobuoy's plugin pod would. The pod then
+# waits, so that its results directory can be copied out.
+E2E_RUNNER_NS=was-e2e-runner
+run_in_pod() {
+  local archive results=$ARTIFACTS/in-cluster
+  archive=$(hack/e2e-image.sh)
+  "$KIND" load image-archive "$archive" --name "$KIND_CLUSTER_NAME"
+  kubectl_ apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Namespace
+metadata: {name: $E2E_RUNNER_NS}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: was-e2e, namespace: $E2E_RUNNER_NS}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: was-e2e-runner}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}
+subjects: [{kind: ServiceAccount, name: was-e2e, namespace: $E2E_RUNNER_NS}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: was-e2e, namespace: $E2E_RUNNER_NS}
+spec:
+  serviceAccountName: was-e2e
+  restartPolicy: Never
+  nodeSelector: {node-role.kubernetes.io/control-plane: ""}
+  tolerations: [{key: node-role.kubernetes.io/control-plane, operator: Exists, effect: NoSchedule}]
+  containers:
+  - name: e2e
+    image: $E2E_IMAGE
+    imagePullPolicy: IfNotPresent
+    command: [/bin/sh, -c, '/bin/sh /run.sh "\$@"; touch /tmp/sonobuoy/results/.finished; exec sleep 86400', sh,
+      $(pod_args)]
+    env: [{name: RESULTS_DIR, value: /tmp/sonobuoy/results}, {name: E2E_TIMEOUT, value: $E2E_TIMEOUT}]
+    volumeMounts: [{name: results, mountPath: /tmp/sonobuoy/results}]
+  volumes: [{name: results, emptyDir: {}}]
+YAML
+  kubectl_ -n "$E2E_RUNNER_NS" wait --for=condition=Ready pod/was-e2e --timeout=5m
+  log "the suite runs in pod $E2E_RUNNER_NS/was-e2e (follow: kubectl -n $E2E_RUNNER_NS logs -f was-e2e)"
+  local deadline=$((SECONDS + 60 * ${E2E_TIMEOUT%m} + 300))
+  until kubectl_ -n "$E2E_RUNNER_NS" exec was-e2e -- test -f /tmp/sonobuoy/results/.finished 2>/dev/null; do
+    ((SECONDS < deadline)) || { log "the in-cluster suite did not finish within $E2E_TIMEOUT"; return 1; }
+    sleep 10
+  done
+  rm -rf "$results"; mkdir -p "$results"
+  kubectl_ -n "$E2E_RUNNER_NS" cp was-e2e:/tmp/sonobuoy/results "$results" >/dev/null
+  kubectl_ delete --wait=false namespace "$E2E_RUNNER_NS" >/dev/null; kubectl_ delete clusterrolebinding was-e2e-runner >/dev/null
+  log "results of the in-cluster suite in $results: $(ls "$results" | paste -sd' ' -)"
+  grep -E "^(Ran |SUCCESS!|FAIL!)" "$results/e2e.log" >&2 || true
+  # Ginkgo's last verdict line is the run's result, as its exit code would be.
+  grep -q "^SUCCESS!" "$results/e2e.log"
+}
+
+# The suite's flags in the pod, as YAML flow items: the pod image where set,
+# and LABEL_FILTER without the specs that restart components (they need the
+# harness's hooks, which a pod lacks).
+pod_args() {
+  local f=${LABEL_FILTER:-}
+  f=${f:+($f) && }'!Disruptive'
+  [[ -n ${POD_IMAGE:-} ]] && printf "'--pod-image=%s', " "$POD_IMAGE"
+  [[ -n ${POD_IMAGE_PULL_POLICY:-} ]] && printf "'--pod-image-pull-policy=%s', " "$POD_IMAGE_PULL_POLICY"
+  printf "'--ginkgo.label-filter=%s'" "$f"
 }
 
 # The kind config for this run: was-v1.37.yaml's ClusterConfiguration patch
@@ -195,9 +273,14 @@ done
 kubectl_ -n kube-system rollout status deployment/coredns --timeout=5m
 timed "deploy"
 
-log "step 4/5: the suites (hack/e2e.sh against $KUBECONFIG_FILE; pod image ${POD_IMAGE:-default})"
 rc=0
-E2E_KUBECONFIG=$KUBECONFIG_FILE hack/e2e.sh "$@" || rc=$?
+if [[ $E2E_RUNNER == pod ]]; then
+  log "step 4/5: the suites in the cluster: sonobuoy/run.sh in the suite image ($E2E_IMAGE), as a pod"
+  run_in_pod || rc=$?
+else
+  log "step 4/5: the suites (hack/e2e.sh against $KUBECONFIG_FILE; pod image ${POD_IMAGE:-default})"
+  E2E_KUBECONFIG=$KUBECONFIG_FILE hack/e2e.sh "$@" || rc=$?
+fi
 timed "suite"
 log "step 5/5: logs, cluster deletion, engine (trap); e2e-kind took $((SECONDS - t0))s before teardown"
 exit "$rc"

@@ -31,6 +31,10 @@ import (
 // this label to kwoknodes.RackLabel after the cluster is up.
 const RackLabel = "was-harness.io/rack"
 
+// DefaultWorkers is how many of the file's workers make e2e-kind keeps
+// (KIND_WORKERS in hack/e2e-kind.sh).
+const DefaultWorkers = 3
+
 func configs(t *testing.T) map[string]*kindv1alpha4.Cluster {
 	t.Helper()
 	files, err := filepath.Glob("*.yaml")
@@ -151,7 +155,8 @@ func TestGatesAndRuntimeConfigOnTheControlPlaneOnly(t *testing.T) {
 func TestNodes(t *testing.T) {
 	for file, c := range configs(t) {
 		var controlPlanes int
-		zones, racks := map[string]bool{}, map[string]bool{}
+		type worker struct{ zone, rack string }
+		var workers []worker
 		for i, n := range c.Nodes {
 			// kind's default node image is the one kind v0.33.0 publishes for
 			// api/cluster's minor; another is chosen with KIND_NODE_IMAGE.
@@ -178,7 +183,7 @@ func TestNodes(t *testing.T) {
 				if !strings.HasPrefix(rack, zone+"-rack-") {
 					t.Errorf("%s: worker %d rack %q is not in zone %q (names as pkg/kwoknodes: zone-a-rack-0)", file, i, rack, zone)
 				}
-				zones[zone], racks[rack] = true, true
+				workers = append(workers, worker{zone, rack})
 			}
 		}
 		// The reference implementation runs without leader election as a
@@ -186,8 +191,20 @@ func TestNodes(t *testing.T) {
 		if controlPlanes != 1 {
 			t.Errorf("%s: %d control-plane nodes, want 1", file, controlPlanes)
 		}
-		if len(zones) < 2 || len(racks) < 4 {
-			t.Errorf("%s: zones %v racks %v; the topology specs need at least 2 zones and 4 racks", file, slices.Sorted(maps.Keys(zones)), slices.Sorted(maps.Keys(racks)))
+		// make e2e-kind keeps the first DefaultWorkers workers. The
+		// preemption specs need 3 schedulable nodes; the topology specs a
+		// rack (and a zone) holding 2 of them; the zone specs 2 zones.
+		if len(workers) < DefaultWorkers {
+			t.Fatalf("%s: %d workers, want at least %d (make e2e-kind's default)", file, len(workers), DefaultWorkers)
+		}
+		first := workers[:DefaultWorkers]
+		perRack, perZone := map[string]int{}, map[string]int{}
+		for _, w := range first {
+			perRack[w.rack]++
+			perZone[w.zone]++
+		}
+		if slices.Max(slices.Collect(maps.Values(perRack))) < 2 || slices.Max(slices.Collect(maps.Values(perZone))) < 2 || len(perZone) < 2 {
+			t.Errorf("%s: the first %d workers are in racks %v and zones %v; the topology specs need a rack and a zone of 2 nodes, and 2 zones", file, DefaultWorkers, perRack, perZone)
 		}
 	}
 }

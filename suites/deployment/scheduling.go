@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -22,9 +23,11 @@ var _ = ginkgo.Describe("Deployment gangs on the scheduler", framework.KEP(6276)
 
 		ginkgo.It("binds all replicas of a Recreate gang at once, or none", framework.ID("D-E1"), framework.Serial, func(ctx context.Context) {
 			fit := framework.MeasureCapacity(ctx, f)
-			ginkgo.By("a gang that fits binds completely")
-			small := create(ctx, recreate(f, "fits", 3, fit.OnePerNode.String()).Obj(), gang(nil))
-			framework.WaitForPodsRunning(ctx, podsOf(f, small), 3)
+			// One pod per node at most: up to 3 of them fit (a kind cluster may have only 2 or 3 nodes).
+			fits := min(3, fit.Nodes)
+			ginkgo.By(fmt.Sprintf("a gang of %d pods of %s, one per node, fits and binds completely", fits, fit.OnePerNode.String()))
+			small := create(ctx, recreate(f, "fits", int32(fits), fit.OnePerNode.String()).Obj(), gang(nil))
+			framework.WaitForPodsRunning(ctx, podsOf(f, small), fits)
 			gomega.Expect(scale(ctx, f, small, 0)).To(gomega.Succeed())
 			framework.WaitForPodsRunning(ctx, podsOf(f, small), 0)
 
@@ -98,7 +101,12 @@ var _ = ginkgo.Describe("Deployment gangs on the scheduler", framework.KEP(6276)
 		})
 
 		ginkgo.It("scales a running gang up without disturbing its pods; only new pods wait for the quorum", framework.ID("D-E8"), framework.Serial, func(ctx context.Context) {
-			d := create(ctx, recreate(f, "grow", 3, "1").Obj(), gang(nil))
+			// Pods of a quarter of the smallest node: 4 fit anywhere; a node
+			// holds at most MaxAllocatable/size of them, so the cluster at most
+			// Nodes times that.
+			fit := framework.MeasureCapacity(ctx, f)
+			size := fit.Fraction(1, 4)
+			d := create(ctx, recreate(f, "grow", 3, size).Obj(), gang(nil))
 			framework.WaitForPodsRunning(ctx, podsOf(f, d), 3)
 			before := apps.Read(ctx, f, apps.Deployment(d))
 
@@ -107,8 +115,9 @@ var _ = ginkgo.Describe("Deployment gangs on the scheduler", framework.KEP(6276)
 			framework.WaitForPodsRunning(ctx, podsOf(f, d), 4)
 			apps.ExpectPodsUndisturbed(apps.Read(ctx, f, apps.Deployment(d)), before)
 
-			fit := framework.MeasureCapacity(ctx, f)
-			huge := int32(fit.Nodes*int(fit.MinAllocatable.Value()) + 4)
+			sizeQ := resource.MustParse(size)
+			perNode := fit.MaxAllocatable.MilliValue() / sizeQ.MilliValue()
+			huge := int32(fit.Nodes*int(perNode) + 4)
 			ginkgo.By(fmt.Sprintf("scaling to %d, which cannot fit: new pods wait, old pods keep running", huge))
 			gomega.Expect(scale(ctx, f, d, huge)).To(gomega.Succeed())
 			waitForGangState(ctx, f, d, huge, true)
