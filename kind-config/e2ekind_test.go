@@ -60,3 +60,53 @@ func TestE2EKindFailsEarlyWithoutDockerOrKind(t *testing.T) {
 		})
 	}
 }
+
+// TestContainerEngineCheck runs `hack/container-engine.sh check`, which
+// .ci/run uses to decide whether the kind smoke runs: with no engine and
+// nothing to install one with, it must fail, saying what is missing, and
+// start nothing; with a (fake) running Docker it must succeed.
+func TestContainerEngineCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		docker string // fake docker script; empty: none
+		wantOK bool
+		want   string
+	}{
+		{"no engine and no apt-get", "", false, "missing apt-get"},
+		{"docker daemon down and no apt-get", "#!/bin/sh\nexit 1\n", false, "missing apt-get"},
+		{"docker running", "#!/bin/sh\nexit 0\n", true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bin := t.TempDir()
+			for _, tool := range []string{"bash", "dirname"} {
+				p, err := exec.LookPath(tool)
+				if err != nil {
+					t.Skipf("%s not on this machine", tool)
+				}
+				if err := os.Symlink(p, filepath.Join(bin, tool)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.docker != "" {
+				if err := os.WriteFile(filepath.Join(bin, "docker"), []byte(tc.docker), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cmd := exec.Command(filepath.Join(bin, "bash"), "../hack/container-engine.sh", "check")
+			cmd.Env = []string{"PATH=" + bin, "HOME=" + t.TempDir(), "OUTPUT_DIR=" + t.TempDir()}
+			out, err := cmd.CombinedOutput()
+			if tc.wantOK {
+				if err != nil {
+					t.Fatalf("check failed with a running Docker: %v\n%s", err, out)
+				}
+				return
+			}
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+				t.Fatalf("exit: %v, want exit code 1\n%s", err, out)
+			}
+			if !strings.Contains(string(out), tc.want) {
+				t.Errorf("output lacks %q:\n%s", tc.want, out)
+			}
+		})
+	}
+}
