@@ -15,7 +15,8 @@
 #      topology.kubernetes.io/rack;
 #   2. load the reference implementation's image (kind load image-archive);
 #   3. deploy it (kubectl apply -k deploy/) and wait until both DaemonSets are
-#      ready (the webhook is ready once its caBundle is set);
+#      ready (the webhook is ready once its caBundle is set); install the
+#      harness's DRA driver (hack/dradriver: the DRA specs' devices);
 #   4. run the suites against the cluster (hack/e2e.sh with E2E_KUBECONFIG),
 #      their pods on the preloaded pause image (POD_IMAGE, IfNotPresent);
 #   5. always: `kind export logs` into $ARTIFACTS/kind-logs, delete the
@@ -39,6 +40,11 @@ KEEP_CLUSTER=${KEEP_CLUSTER:-}
 # E2E_RUNNER=host runs the suite from this machine (hack/e2e.sh); pod runs
 # sonobuoy/run.sh in the suite image as a pod in the cluster, as the Sonobuoy
 # plugin does (E2E_TIMEOUT in minutes, e.g. 90m, bounds it).
+# KIND_DRA_DRIVER=1 (default) installs the harness's DRA driver
+# (hack/dradriver), so that the DRA specs have devices on kind; 0 leaves it out
+# (they then skip, saying why).
+KIND_DRA_DRIVER=${KIND_DRA_DRIVER:-1}
+DRA_DRIVER_IMAGE=localhost/was-dra-driver:dev
 E2E_RUNNER=${E2E_RUNNER:-host}
 E2E_TIMEOUT=${E2E_TIMEOUT:-90m}
 E2E_IMAGE=${E2E_IMAGE:-localhost/was-e2e:dev}
@@ -97,6 +103,10 @@ fi
 timed "node image"
 controller_archive=$(hack/controller-image.sh)
 timed "controller image"
+if [[ $KIND_DRA_DRIVER == 1 ]]; then
+  dra_archive=$(hack/go-image.sh "$DRA_DRIVER_IMAGE" hack/dradriver . 0:0)
+  timed "DRA driver image"
+fi
 make --no-print-directory tools >/dev/null
 KUBECTL=$OUTPUT_DIR/bin/kube/$KUBE_VERSION/kubectl
 [[ -x $KUBECTL ]] || hack/build-binaries.sh kube
@@ -272,6 +282,19 @@ done
 # Deployment controller runs, which proves that controller works.
 kubectl_ -n kube-system rollout status deployment/coredns --timeout=5m
 timed "deploy"
+if [[ $KIND_DRA_DRIVER == 1 ]]; then
+  # The DRA specs' devices: the harness's driver on every worker (hack/dradriver).
+  log "step 3/5: the harness's DRA driver (hack/dradriver/deploy.yaml, $DRA_DRIVER_IMAGE)"
+  "$KIND" load image-archive "$dra_archive" --name "$KIND_CLUSTER_NAME"
+  kubectl_ apply -f hack/dradriver/deploy.yaml
+  kubectl_ -n was-dra rollout status daemonset/was-dra-driver --timeout=5m
+  for _ in $(seq 60); do
+    (($(kubectl_ get resourceslices --field-selector spec.driver=gpu.was-harness.io -o name | wc -l) >= KIND_WORKERS)) && break
+    sleep 2
+  done
+  kubectl_ get resourceslices --field-selector spec.driver=gpu.was-harness.io
+  timed "DRA driver"
+fi
 
 rc=0
 if [[ $E2E_RUNNER == pod ]]; then

@@ -70,8 +70,12 @@ func clusterConfiguration(t *testing.T, file string, c *kindv1alpha4.Cluster) *k
 		if err := yaml.Unmarshal([]byte(p), &tm); err != nil {
 			t.Fatalf("%s: kubeadm patch: %v", file, err)
 		}
+		if tm.Kind == "KubeletConfiguration" {
+			kubeletPatch(t, file, p)
+			continue
+		}
 		if tm.Kind != "ClusterConfiguration" {
-			t.Errorf("%s: unexpected kubeadm patch of kind %q (only ClusterConfiguration, so nothing reaches the kubelet)", file, tm.Kind)
+			t.Errorf("%s: unexpected kubeadm patch of kind %q (only ClusterConfiguration, and the kubelet's one gate)", file, tm.Kind)
 			continue
 		}
 		if tm.APIVersion != "kubeadm.k8s.io/v1beta4" {
@@ -90,6 +94,32 @@ func clusterConfiguration(t *testing.T, file string, c *kindv1alpha4.Cluster) *k
 		t.Fatalf("%s: no ClusterConfiguration patch", file)
 	}
 	return found
+}
+
+// kubeletPatch checks the one KubeletConfiguration patch: it turns on
+// DRAWorkloadResourceClaims and nothing else. The kubelet needs that gate to
+// run a pod whose claim is reserved for the pod's PodGroup (KEP-5729: the
+// kubelet's resourceclaim.IsReservedForPod accepts a PodGroup reservation only
+// with it; without it the pod fails with "is not allowed to use ResourceClaim").
+func kubeletPatch(t *testing.T, file, patch string) {
+	t.Helper()
+	var kc struct {
+		APIVersion   string          `json:"apiVersion"`
+		Kind         string          `json:"kind"`
+		FeatureGates map[string]bool `json:"featureGates"`
+	}
+	if err := yaml.UnmarshalStrict([]byte(patch), &kc); err != nil {
+		t.Fatalf("%s: KubeletConfiguration patch sets more than featureGates: %v", file, err)
+	}
+	if kc.APIVersion != "kubelet.config.k8s.io/v1beta1" {
+		t.Errorf("%s: KubeletConfiguration apiVersion %q, want kubelet.config.k8s.io/v1beta1", file, kc.APIVersion)
+	}
+	if want := map[string]bool{"DRAWorkloadResourceClaims": true}; !maps.Equal(kc.FeatureGates, want) {
+		t.Errorf("%s: kubelet featureGates %v, want %v: the kubelet's only WAS gate", file, kc.FeatureGates, want)
+	}
+	if !cluster.KubeFeatureGates()["DRAWorkloadResourceClaims"] {
+		t.Errorf("%s: the kubelet turns on DRAWorkloadResourceClaims, which api/cluster's control plane does not", file)
+	}
 }
 
 func args(list []kubeadmv1beta4.Arg) map[string]string {

@@ -1,0 +1,65 @@
+package kindconfig
+
+import (
+	"bytes"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/yaml"
+
+	"github.com/workload-aware/apps-harness/pkg/kwoknodes"
+)
+
+// TestDRADriverPublishesTheHarnessDevices keeps hack/dradriver/deploy.yaml,
+// which gives kind clusters the DRA specs' devices, equal to what the local
+// cluster publishes for its kwok nodes: the same DeviceClass, driver name and
+// devices per node. Otherwise the DRA specs would ask for a class kind lacks,
+// or find other device counts than on the local cluster.
+func TestDRADriverPublishesTheHarnessDevices(t *testing.T) {
+	data, err := os.ReadFile("../hack/dradriver/deploy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var class *resourcev1.DeviceClass
+	var ds *appsv1.DaemonSet
+	for doc := range bytes.SplitSeq(data, []byte("\n---\n")) {
+		var tm struct{ Kind string }
+		if err := yaml.Unmarshal(doc, &tm); err != nil {
+			t.Fatal(err)
+		}
+		switch tm.Kind {
+		case "DeviceClass":
+			class = &resourcev1.DeviceClass{}
+			if err := yaml.UnmarshalStrict(doc, class); err != nil {
+				t.Fatal(err)
+			}
+		case "DaemonSet":
+			ds = &appsv1.DaemonSet{}
+			if err := yaml.UnmarshalStrict(doc, ds); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if class == nil || ds == nil {
+		t.Fatalf("deploy.yaml needs a DeviceClass and a DaemonSet; DeviceClass %v, DaemonSet %v", class != nil, ds != nil)
+	}
+	want := kwoknodes.DeviceClass()
+	if class.Name != want.Name || !equality.Semantic.DeepEqual(class.Spec, want.Spec) {
+		t.Errorf("DeviceClass %s %+v, want pkg/kwoknodes' %s %+v", class.Name, class.Spec, want.Name, want.Spec)
+	}
+	args := ds.Spec.Template.Spec.Containers[0].Args
+	for _, a := range []string{"--driver=" + kwoknodes.DeviceDriver, "--devices-per-node=" + strconv.Itoa(kwoknodes.DefaultTopology().DevicesPerNode)} {
+		if !slices.Contains(args, a) {
+			t.Errorf("driver args %v lack %s (pkg/kwoknodes)", args, a)
+		}
+	}
+	if img := ds.Spec.Template.Spec.Containers[0].Image; !strings.HasPrefix(img, "localhost/") {
+		t.Errorf("driver image %q: hack/e2e-kind.sh builds and loads a localhost/ image; nothing can be pulled", img)
+	}
+}
