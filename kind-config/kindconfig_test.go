@@ -97,7 +97,7 @@ func clusterConfiguration(t *testing.T, file string, c *kindv1alpha4.Cluster) *k
 }
 
 // kubeletPatch checks the one KubeletConfiguration patch: it turns on
-// DRAWorkloadResourceClaims and nothing else. The kubelet needs that gate to
+// DRAWorkloadResourceClaims and GenericWorkload, nothing else. The kubelet needs that gate to
 // run a pod whose claim is reserved for the pod's PodGroup (KEP-5729: the
 // kubelet's resourceclaim.IsReservedForPod accepts a PodGroup reservation only
 // with it; without it the pod fails with "is not allowed to use ResourceClaim").
@@ -114,11 +114,16 @@ func kubeletPatch(t *testing.T, file, patch string) {
 	if kc.APIVersion != "kubelet.config.k8s.io/v1beta1" {
 		t.Errorf("%s: KubeletConfiguration apiVersion %q, want kubelet.config.k8s.io/v1beta1", file, kc.APIVersion)
 	}
-	if want := map[string]bool{"DRAWorkloadResourceClaims": true}; !maps.Equal(kc.FeatureGates, want) {
-		t.Errorf("%s: kubelet featureGates %v, want %v: the kubelet's only WAS gate", file, kc.FeatureGates, want)
+	// DRAWorkloadResourceClaims depends on GenericWorkload: a kubelet given
+	// the first alone panics at start.
+	want := map[string]bool{"DRAWorkloadResourceClaims": true, "GenericWorkload": true}
+	if !maps.Equal(kc.FeatureGates, want) {
+		t.Errorf("%s: kubelet featureGates %v, want %v: the kubelet's only WAS gate and the gate it depends on", file, kc.FeatureGates, want)
 	}
-	if !cluster.KubeFeatureGates()["DRAWorkloadResourceClaims"] {
-		t.Errorf("%s: the kubelet turns on DRAWorkloadResourceClaims, which api/cluster's control plane does not", file)
+	for g := range want {
+		if !cluster.KubeFeatureGates()[g] {
+			t.Errorf("%s: the kubelet turns on %s, which api/cluster's control plane does not", file, g)
+		}
 	}
 }
 
