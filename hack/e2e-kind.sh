@@ -288,10 +288,17 @@ if [[ $KIND_DRA_DRIVER == 1 ]]; then
   "$KIND" load image-archive "$dra_archive" --name "$KIND_CLUSTER_NAME"
   kubectl_ apply -f hack/dradriver/deploy.yaml
   kubectl_ -n was-dra rollout status daemonset/was-dra-driver --timeout=5m
+  slices=0
   for _ in $(seq 60); do
-    (($(kubectl_ get resourceslices --field-selector spec.driver=gpu.was-harness.io -o name | wc -l) >= KIND_WORKERS)) && break
+    slices=$(kubectl_ get resourceslices --field-selector spec.driver=gpu.was-harness.io -o name | wc -l)
+    ((slices >= KIND_WORKERS)) && break
     sleep 2
   done
+  if ((slices < KIND_WORKERS)); then
+    log "ERROR: the DRA driver published $slices ResourceSlices for $KIND_WORKERS workers within 120s; its logs:"
+    kubectl_ -n was-dra logs ds/was-dra-driver --tail=20 >&2 || true
+    exit 1
+  fi
   kubectl_ get resourceslices --field-selector spec.driver=gpu.was-harness.io
   timed "DRA driver"
 fi

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	resourceapi "k8s.io/api/resource/v1"
@@ -56,6 +57,11 @@ func run(driver, node string, devices int) error {
 	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
+		return err
+	}
+	// The helper listens in the kubelet's plugin directory of this driver,
+	// which it does not create.
+	if err := os.MkdirAll(filepath.Join(kubeletplugin.KubeletPluginsDir, driver), 0o750); err != nil {
 		return err
 	}
 	d := &plugin{logger: klog.FromContext(ctx)}
