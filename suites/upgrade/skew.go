@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
@@ -61,6 +62,7 @@ var _ = ginkgo.Describe("Version skew", framework.Serial, framework.Disruptive, 
 				gomega.Expect(err).NotTo(gomega.HaveOccurred())
 			}
 			restore := framework.Reconfigure(ctx, framework.ReconfigureInput{Changes: []framework.ComponentChange{notServed}})
+			notServedSince := time.Now()
 			gomega.Eventually(ctx, func() bool { return framework.Serves(f.ClientSet, "scheduling.k8s.io/v1beta1", []string{"workloads"}) }).WithTimeout(f.Timeouts.Namespace).WithPolling(f.Timeouts.Poll).
 				Should(gomega.BeFalse(), "waiting for discovery to stop listing scheduling.k8s.io/v1beta1 workloads")
 			var stsErrors, deployErrors float64
@@ -104,9 +106,20 @@ var _ = ginkgo.Describe("Version skew", framework.Serial, framework.Disruptive, 
 			gomega.Eventually(ctx, func() bool { return framework.Serves(f.ClientSet, "scheduling.k8s.io/v1beta1", []string{"workloads"}) }).WithTimeout(f.Timeouts.Namespace).WithPolling(f.Timeouts.Poll).
 				Should(gomega.BeTrue(), "waiting for discovery to list scheduling.k8s.io/v1beta1 workloads again")
 
-			ginkgo.By("served again: both gangs converge without anyone touching them")
-			apps.WaitForGang(ctx, f, d, 3, 3)
-			apps.WaitForGang(ctx, f, s, 3, 3)
+			// "Retries with backoff" has a price the wait must pay: the
+			// upstream controllers' queues double an item's delay on every
+			// failure (5 ms up to 1000 s), so a controller that failed for T
+			// next retries up to about T after the API is back, and the
+			// Deployment, its ReplicaSet and the pods are three such steps.
+			// Measured in a cold CI run: after an outage of about 20 s, the
+			// ReplicaSet controller's next retry made the pods 61 s after the
+			// API returned, and a fixed 60 s wait failed.
+			outage := time.Since(notServedSince)
+			ginkgo.By(fmt.Sprintf("served again after %s: both gangs converge without anyone touching them (allowing the backoff, up to %s more)", outage.Round(time.Second), (2 * outage).Round(time.Second)))
+			afterBackoff := *f
+			afterBackoff.Timeouts.PodsBound += 2 * outage
+			apps.WaitForGang(ctx, &afterBackoff, d, 3, 3)
+			apps.WaitForGang(ctx, &afterBackoff, s, 3, 3)
 			reasons, err := apps.EventReasons(ctx, f, s)
 			gomega.Expect(err).NotTo(gomega.HaveOccurred())
 			gomega.Expect(reasons).To(gomega.ContainElements("WorkloadCreated", "PodGroupCreated"), "S-P9's success events")
