@@ -26,25 +26,11 @@ func TestE2EKindFailsEarlyWithoutDockerOrKind(t *testing.T) {
 		{"docker daemon down and no apt-get", "#!/bin/sh\nexit 1\n", true, "missing apt-get"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			bin := t.TempDir()
 			tools := []string{"bash", "dirname", "cat", "date"}
 			if tc.goTool {
 				tools = append(tools, "go")
 			}
-			for _, tool := range tools {
-				p, err := exec.LookPath(tool)
-				if err != nil {
-					t.Skipf("%s not on this machine", tool)
-				}
-				if err := os.Symlink(p, filepath.Join(bin, tool)); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if tc.docker != "" {
-				if err := os.WriteFile(filepath.Join(bin, "docker"), []byte(tc.docker), 0o755); err != nil {
-					t.Fatal(err)
-				}
-			}
+			bin := fakePath(t, tc.docker, tools...)
 			cmd := exec.Command(filepath.Join(bin, "bash"), "../hack/e2e-kind.sh")
 			cmd.Env = []string{"PATH=" + bin, "HOME=" + t.TempDir(), "ARTIFACTS=" + t.TempDir(), "OUTPUT_DIR=" + t.TempDir()}
 			out, err := cmd.CombinedOutput()
@@ -77,21 +63,7 @@ func TestContainerEngineCheck(t *testing.T) {
 		{"docker running", "#!/bin/sh\nexit 0\n", true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			bin := t.TempDir()
-			for _, tool := range []string{"bash", "dirname"} {
-				p, err := exec.LookPath(tool)
-				if err != nil {
-					t.Skipf("%s not on this machine", tool)
-				}
-				if err := os.Symlink(p, filepath.Join(bin, tool)); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if tc.docker != "" {
-				if err := os.WriteFile(filepath.Join(bin, "docker"), []byte(tc.docker), 0o755); err != nil {
-					t.Fatal(err)
-				}
-			}
+			bin := fakePath(t, tc.docker, "bash", "dirname")
 			cmd := exec.Command(filepath.Join(bin, "bash"), "../hack/container-engine.sh", "check")
 			cmd.Env = []string{"PATH=" + bin, "HOME=" + t.TempDir(), "OUTPUT_DIR=" + t.TempDir()}
 			out, err := cmd.CombinedOutput()
@@ -109,4 +81,27 @@ func TestContainerEngineCheck(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fakePath is a PATH directory holding only the given tools of this machine
+// (the test skips when one is missing) and, unless docker is empty, a fake
+// docker with that script.
+func fakePath(t *testing.T, docker string, tools ...string) string {
+	t.Helper()
+	bin := t.TempDir()
+	for _, tool := range tools {
+		p, err := exec.LookPath(tool)
+		if err != nil {
+			t.Skipf("%s not on this machine", tool)
+		}
+		if err := os.Symlink(p, filepath.Join(bin, tool)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if docker != "" {
+		if err := os.WriteFile(filepath.Join(bin, "docker"), []byte(docker), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return bin
 }
