@@ -39,7 +39,7 @@ func New(baseName string) *Framework {
 		f.ClientSet = ClientSet()
 		f.Timeouts = TestContext.Timeouts
 		gomega.Expect(f.ClientSet).NotTo(gomega.BeNil(), "the suite is not connected to a cluster (SynchronizedBeforeSuite did not run)")
-		if slices.Contains(ginkgo.CurrentSpecReport().Labels(), "Disruptive") {
+		if slices.Contains(ginkgo.CurrentSpecReport().Labels(), Disruptive[0]) {
 			// Registered first, so it runs last: after the namespace is gone.
 			ginkgo.DeferCleanup(f.settleAfterDisruption)
 		}
@@ -60,20 +60,10 @@ func New(baseName string) *Framework {
 // belongs to the spec that disrupted, with a bound that covers the backoff.
 func (f *Framework) settleAfterDisruption(ctx context.Context) {
 	t0 := time.Now()
-	ns, err := f.ClientSet.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		GenerateName: "settle-", Labels: map[string]string{NamespaceLabel: "true"},
-	}}, metav1.CreateOptions{})
-	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "after a Disruptive spec: creating a probe namespace (is kube-apiserver serving again?)")
-	defer func() {
-		if err := f.ClientSet.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			ginkgo.GinkgoWriter.Printf("deleting probe namespace %s: %v\n", ns.Name, err)
-		}
-	}()
-	gomega.Eventually(ctx, func(ctx context.Context) error {
-		_, err := f.ClientSet.CoreV1().ServiceAccounts(ns.Name).Get(ctx, "default", metav1.GetOptions{})
-		return err
-	}).WithTimeout(settleTimeout(f.Timeouts)).WithPolling(f.Timeouts.Poll).Should(gomega.Succeed(),
-		"after a Disruptive spec: kube-controller-manager's ServiceAccount controller did not serve new namespace %s; is kube-controller-manager running and connected?", ns.Name)
+	ns := f.newServedNamespace(ctx, "settle", settleTimeout(f.Timeouts))
+	if err := f.ClientSet.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		ginkgo.GinkgoWriter.Printf("deleting probe namespace %s: %v\n", ns, err)
+	}
 	if d := time.Since(t0); d > 5*time.Second {
 		ginkgo.GinkgoWriter.Printf("the cluster's controllers served a new namespace %.1fs after this Disruptive spec\n", d.Seconds())
 	}
@@ -86,20 +76,27 @@ func settleTimeout(t Timeouts) time.Duration {
 }
 
 func (f *Framework) createNamespace(ctx context.Context) string {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		GenerateName: f.BaseName + "-",
-		Labels:       map[string]string{NamespaceLabel: "true"},
-	}}
-	created, err := f.ClientSet.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
-	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "creating the spec's namespace")
-	name := created.Name
+	name := f.newServedNamespace(ctx, f.BaseName, f.Timeouts.Namespace)
 	ginkgo.By("using namespace " + name)
-	// Pods are rejected until the ServiceAccount controller has made "default".
+	return name
+}
+
+// newServedNamespace creates a harness namespace named after base and waits
+// until kube-controller-manager's serviceaccount controller has made its
+// "default" ServiceAccount: pods are rejected before that.
+func (f *Framework) newServedNamespace(ctx context.Context, base string, timeout time.Duration) string {
+	ginkgo.GinkgoHelper()
+	created, err := f.ClientSet.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		GenerateName: base + "-",
+		Labels:       map[string]string{NamespaceLabel: "true"},
+	}}, metav1.CreateOptions{})
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "creating a namespace (is kube-apiserver serving?)")
+	name := created.Name
 	gomega.Eventually(ctx, func(ctx context.Context) error {
 		_, err := f.ClientSet.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
 		return err
-	}).WithTimeout(f.Timeouts.Namespace).WithPolling(f.Timeouts.Poll).Should(gomega.Succeed(),
-		"waiting for the default ServiceAccount of namespace %s (kube-controller-manager's serviceaccount controller makes it)", name)
+	}).WithTimeout(timeout).WithPolling(f.Timeouts.Poll).Should(gomega.Succeed(),
+		"waiting for the default ServiceAccount of namespace %s (kube-controller-manager's serviceaccount controller makes it; is it running and connected?)", name)
 	return name
 }
 
