@@ -85,8 +85,14 @@ rootfs_stamp="suite=$DEBIAN_SUITE packages=$PACKAGES"
 if [[ -f $rootfs_tar && -f $rootfs_tar.stamp && "$(cat "$rootfs_tar.stamp")" == "$rootfs_stamp" ]]; then
   log "Debian $DEBIAN_SUITE root filesystem cached ($rootfs_tar)"
 else
-  command -v debootstrap >/dev/null || idle env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends debootstrap >&2 ||
-    die "debootstrap is missing and apt-get cannot install it"
+  if ! command -v debootstrap >/dev/null; then
+    # apt's output goes to a file: on a fresh machine it is a page of progress
+    # lines in the CI log. A stale package index is refreshed once on failure.
+    log "installing Debian's debootstrap (apt-get; log: $work/apt.log)"
+    { idle env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends debootstrap ||
+      { idle apt-get update && idle env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends debootstrap; }
+    } >"$work/apt.log" 2>&1 || die "debootstrap is missing and apt-get cannot install it; see $work/apt.log"
+  fi
   log "debootstrap $DEBIAN_SUITE from $DEBIAN_MIRROR (a few minutes, once)"
   t0=$SECONDS
   rm -rf "$work/rootfs.tmp"
