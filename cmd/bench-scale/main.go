@@ -3,7 +3,7 @@
 // off (`make bench-scale`; pkg/benchscale does the work):
 //
 //	bench-scale [--n '25 50 100 200'] [--quick] [--artifacts D] [--output-dir O]
-//	            [--budget 25m] [--phase-timeout 5m] [--cpu-profile]
+//	            [--budget 25m] [--phase-timeout 5m] [--cpu-profile] [--scheduler-qps 500]
 //
 // It starts its own cluster (128 kwok nodes), stops it on exit and on
 // Ctrl-C, and writes bench-scale.md and bench-scale.png into --artifacts.
@@ -48,6 +48,7 @@ func run(args []string) error {
 	budget := fs.Duration("budget", 25*time.Minute, "bound on the whole run; what was measured by then is reported")
 	phaseTimeout := fs.Duration("phase-timeout", 5*time.Minute, "bound on each phase's wait for bound pods, and on its cleanup")
 	maxPods := fs.Int("max-pods-per-phase", 2400, "refuse an N whose phase creates more pods than this")
+	schedulerQPS := fs.String("scheduler-qps", envOr("BENCH_SCHEDULER_QPS", "0"), "kube-scheduler's client QPS (burst twice that); 0 keeps its default of 50 (env BENCH_SCHEDULER_QPS)")
 	cpuProfile := fs.Bool("cpu-profile", envOr("BENCH_PPROF", "") != "", "capture CPU profiles of the controller at the largest N into --artifacts (env BENCH_PPROF=1)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -55,6 +56,10 @@ func run(args []string) error {
 	sizes, err := parseSizes(*ns)
 	if err != nil {
 		return err
+	}
+	qps, err := strconv.Atoi(*schedulerQPS)
+	if err != nil || qps < 0 {
+		return fmt.Errorf("--scheduler-qps (env BENCH_SCHEDULER_QPS): %q is not a whole number of at least 0", *schedulerQPS)
 	}
 	if *quick {
 		sizes = []int{25}
@@ -67,6 +72,7 @@ func run(args []string) error {
 		Ns: sizes, Replicas: *replicas, Artifacts: art, OutputDir: *outputDir, WorkDir: *workDir, KubeVersion: *kubeVersion,
 		Addon: *addon, AddonBinDir: *addonBinDir, Controller: localcluster.Component(*controller),
 		PhaseTimeout: *phaseTimeout, Budget: *budget, MaxPodsPerPhase: *maxPods, CPUProfile: *cpuProfile,
+		SchedulerQPS: qps,
 		Logf: func(format string, args ...any) {
 			fmt.Fprintf(os.Stderr, "%s [bench-scale] %s\n", time.Now().UTC().Format("15:04:05"), fmt.Sprintf(format, args...))
 		},
