@@ -61,8 +61,7 @@ type Options struct {
 func New(o Options) *Finisher {
 	f := &Finisher{
 		client: o.Client, pods: o.Pods, scheduling: o.Scheduling, replicaSets: o.RSLister, statefulSets: o.SetLister,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "was_podgroup_cascade"}),
+		queue: queue.New("was_podgroup_cascade"),
 	}
 	_, _ = o.Scheduling.Scheduling().PodGroups().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(_, obj any) {

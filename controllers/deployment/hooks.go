@@ -23,7 +23,9 @@ import (
 // controller creates or scales ReplicaSets) first ensure the owning
 // Deployment's Workload, so the Workload exists before the ReplicaSet and its
 // minCount is reconciled before the ReplicaSet is scaled. A failure fails the
-// write, and the Deployment controller retries the sync with backoff.
+// write, and the Deployment controller retries the sync with backoff; the
+// reference's worker retries too, and hands the Deployment back once it has
+// written the Workload (handback.go), as upstream gives up after 15 tries.
 func (r *Reconciler) DeploymentControllerClient(inner kubernetes.Interface) kubernetes.Interface {
 	return &deploymentClient{Interface: inner, r: r}
 }
@@ -58,7 +60,10 @@ type hookedReplicaSets struct {
 func (h *hookedReplicaSets) ensure(ctx context.Context, rs *appsv1.ReplicaSet) error {
 	if d := h.r.deploymentOf(rs); d != nil {
 		_, err := h.r.EnsureWorkload(ctx, d)
-		return ownerguard.Ignore(err)
+		if err = ownerguard.Ignore(err); err != nil {
+			h.r.stalled.add(d)
+		}
+		return err
 	}
 	return nil
 }

@@ -45,6 +45,16 @@ type ktEnv struct {
 	deploys  cache.Indexer
 	gateOn   atomic.Bool
 	claimsOn atomic.Bool
+
+	handBackMu sync.Mutex
+	handedBack []string // Deployments handed back to the upstream controller
+}
+
+// handedBackKeys returns the Deployments handed back so far, in order.
+func (e *ktEnv) handedBackKeys() []string {
+	e.handBackMu.Lock()
+	defer e.handBackMu.Unlock()
+	return append([]string(nil), e.handedBack...)
 }
 
 type ktEnvOptions struct {
@@ -75,6 +85,11 @@ func ktNewEnv(t *testing.T, o ktEnvOptions) *ktEnv {
 		Gates: features.Gates{
 			Workload:                  e.gateOn.Load,
 			DRAWorkloadResourceClaims: e.claimsOn.Load,
+		},
+		HandBack: func(d *appsv1.Deployment) {
+			e.handBackMu.Lock()
+			defer e.handBackMu.Unlock()
+			e.handedBack = append(e.handedBack, d.Namespace+"/"+d.Name)
 		},
 	})
 	// The workers register the scheduling informers' event handlers the

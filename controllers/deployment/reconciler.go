@@ -62,6 +62,9 @@ type Reconciler struct {
 	podGroupWrites                   objcache.Writes[*schedulingv1beta1.PodGroup]
 	podGroupDeletes                  objcache.Deletions
 	deploymentLocks, replicaSetLocks objcache.KeyedMutex
+
+	stalled  stalled
+	handBack func(*appsv1.Deployment)
 }
 
 // Options wires a Reconciler.
@@ -71,6 +74,9 @@ type Options struct {
 	Scheduling                         *schedulingapi.Informers
 	Recorder                           record.EventRecorder
 	Gates                              features.Gates
+	// HandBack makes the upstream Deployment controller sync d again
+	// (handback.Tap.Resync on its informer). Nil: never handed back.
+	HandBack func(d *appsv1.Deployment)
 }
 
 // NewReconciler returns a Reconciler.
@@ -78,6 +84,7 @@ func NewReconciler(o Options) *Reconciler {
 	r := &Reconciler{
 		deploymentClient: o.DeploymentClient, replicaSetClient: o.ReplicaSetClient,
 		deployments: o.Deployments, scheduling: o.Scheduling, recorder: o.Recorder, gates: o.Gates,
+		handBack: o.HandBack,
 	}
 	sched := o.Scheduling.Scheduling()
 	objcache.ForgetOnDelete(sched.Workloads().Informer(), &r.workloadWrites)

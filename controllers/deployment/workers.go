@@ -38,11 +38,12 @@ func NewWorkers(r *Reconciler, deployments, replicaSets cache.SharedIndexInforme
 		r:           r,
 		replicaSets: rsLister,
 
-		deployQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "was_deployment_workload"}),
-		rsQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "was_replicaset_podgroup"}),
+		deployQueue: queue.New("was_deployment_workload"),
+		rsQueue:     queue.New("was_replicaset_podgroup"),
 	}
+	r.stalled.mu.Lock()
+	r.stalled.retry = w.deployQueue.Add
+	r.stalled.mu.Unlock()
 	enqueue := func(q workqueue.TypedRateLimitingInterface[string]) func(obj any) {
 		return func(obj any) {
 			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
@@ -127,7 +128,9 @@ func (w *Workers) syncDeployment(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	_, err = w.r.EnsureWorkload(ctx, d)
+	if _, err = w.r.EnsureWorkload(ctx, d); err == nil {
+		w.r.resumed(d)
+	}
 	return ownerguard.Ignore(err)
 }
 

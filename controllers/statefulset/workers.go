@@ -30,8 +30,7 @@ type SyncWorker struct {
 
 // NewSyncWorker registers its event handler on the StatefulSet informer.
 func NewSyncWorker(r *Reconciler, sets cache.SharedIndexInformer) *SyncWorker {
-	w := &SyncWorker{r: r, queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "was_statefulset_sync"})}
+	w := &SyncWorker{r: r, queue: queue.New("was_statefulset_sync")}
 	enqueue := func(obj any) {
 		set, ok := obj.(*appsv1.StatefulSet)
 		if !ok || r.IntentFor(set) == nil {

@@ -57,6 +57,7 @@ import (
 	"github.com/workload-aware/apps-harness/controllers/crashpoint"
 	wasdeployment "github.com/workload-aware/apps-harness/controllers/deployment"
 	"github.com/workload-aware/apps-harness/controllers/features"
+	"github.com/workload-aware/apps-harness/controllers/handback"
 	"github.com/workload-aware/apps-harness/controllers/schedulingapi"
 	wasstatefulset "github.com/workload-aware/apps-harness/controllers/statefulset"
 )
@@ -319,9 +320,13 @@ func startControllers(ctx context.Context, o options, cfg *rest.Config, root kub
 	broadcaster.StartRecordingToSink(&v1core.EventSinkImpl{Interface: deploymentClient.CoreV1().Events("")})
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "was-controller-manager"})
 
+	// The upstream Deployment controller drops a key after 15 failed syncs;
+	// the tap lets the reference hand a Deployment back to it (handback).
+	var upstreamDeployments handback.Tap
 	r := wasdeployment.NewReconciler(wasdeployment.Options{
 		DeploymentClient: deploymentClient, ReplicaSetClient: replicaSetClient,
 		Deployments: dInf.Lister(), Scheduling: sched, Recorder: recorder, Gates: wasdeployment.DefaultGates(),
+		HandBack: func(d *appsv1.Deployment) { upstreamDeployments.Resync(d) },
 	})
 	workers := wasdeployment.NewWorkers(r, dInf.Informer(), rsInf.Informer(), rsInf.Lister())
 	setInf := factory.Apps().V1().StatefulSets()
@@ -333,7 +338,7 @@ func startControllers(ctx context.Context, o options, cfg *rest.Config, root kub
 
 	var runs []func()
 	if slices.Contains(o.controllers, "deployment") {
-		dc, err := upstreamdeployment.NewDeploymentController(ctx, dInf, rsInf, podInf, r.DeploymentControllerClient(deploymentClient))
+		dc, err := upstreamdeployment.NewDeploymentController(ctx, upstreamDeployments.Deployments(dInf), rsInf, podInf, r.DeploymentControllerClient(deploymentClient))
 		if err != nil {
 			return err
 		}
