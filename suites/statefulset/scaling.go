@@ -37,7 +37,7 @@ var _ = ginkgo.Describe("StatefulSet scaling", framework.KEP(6277),
 			logf("interrupted: %s", apps.Read(ctx, f, a))
 
 			ginkgo.By("lifting the denial: the controller's retry converges")
-			denial.lift(ctx)
+			denial.Lift(ctx)
 			apps.ExpectSameObjects(apps.WaitForMinCounts(ctx, f, a, 4), before)
 			apps.WaitForRunning(ctx, f, a, 4)
 			apps.ExpectPodsInGroup(ctx, f, a, apps.OwnerStatefulSet(set), &pg, 4)
@@ -91,7 +91,7 @@ var _ = ginkgo.Describe("StatefulSet scaling", framework.KEP(6277),
 				gomega.SatisfyAll(apps.MinCounts(3, 3), gomega.HaveField("Pods", gomega.HaveLen(3)), gomega.HaveField("Terminating", gomega.BeEmpty())))
 			apps.ExpectPodsUndisturbed(apps.Read(ctx, f, a), remaining)
 			ginkgo.By("lifting the denial: minCount 2, then the deletion")
-			denial.lift(ctx)
+			denial.Lift(ctx)
 			apps.ExpectSameObjects(apps.WaitForMinCounts(ctx, f, a, 2), before)
 			apps.WaitForRunning(ctx, f, a, 2)
 			apps.ExpectPodsUndisturbed(apps.Read(ctx, f, a), remaining.WithPods(podName(set, 0), podName(set, 1)))
@@ -106,7 +106,7 @@ var _ = ginkgo.Describe("StatefulSet scaling", framework.KEP(6277),
 			apps.ExpectPodsUndisturbed(apps.Read(ctx, f, a), remaining)
 
 			ginkgo.By("lifting the denial: minCount 1, then the deletion")
-			denial.lift(ctx)
+			denial.Lift(ctx)
 			apps.ExpectSameObjects(apps.WaitForMinCounts(ctx, f, a, 1), before)
 			apps.WaitForRunning(ctx, f, a, 1)
 			apps.ExpectPodsUndisturbed(apps.Read(ctx, f, a), remaining.WithPods(podName(set, 0)))
