@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/client-go/tools/cache"
 )
 
 // stalled remembers the Deployments whose upstream sync the ReplicaSet hook
@@ -19,11 +20,16 @@ type stalled struct {
 	retry func(key string)
 }
 
-func deploymentKey(d *appsv1.Deployment) string { return d.Namespace + "/" + d.Name }
+// setRetry wires the reference's worker queue (NewWorkers).
+func (s *stalled) setRetry(retry func(key string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.retry = retry
+}
 
 // add records that an upstream sync of d failed in the hook.
 func (s *stalled) add(d *appsv1.Deployment) {
-	key := deploymentKey(d)
+	key := cache.MetaObjectToName(d).String()
 	s.mu.Lock()
 	if s.keys == nil {
 		s.keys = map[string]struct{}{}
@@ -38,7 +44,7 @@ func (s *stalled) add(d *appsv1.Deployment) {
 
 // take reports whether d was stalled, and forgets it.
 func (s *stalled) take(d *appsv1.Deployment) bool {
-	key := deploymentKey(d)
+	key := cache.MetaObjectToName(d).String()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	_, ok := s.keys[key]

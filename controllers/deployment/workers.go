@@ -41,9 +41,7 @@ func NewWorkers(r *Reconciler, deployments, replicaSets cache.SharedIndexInforme
 		deployQueue: queue.New("was_deployment_workload"),
 		rsQueue:     queue.New("was_replicaset_podgroup"),
 	}
-	r.stalled.mu.Lock()
-	r.stalled.retry = w.deployQueue.Add
-	r.stalled.mu.Unlock()
+	r.stalled.setRetry(w.deployQueue.Add)
 	enqueue := func(q workqueue.TypedRateLimitingInterface[string]) func(obj any) {
 		return func(obj any) {
 			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
