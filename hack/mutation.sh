@@ -63,6 +63,17 @@
 #                          removed at the end unless MUTATION_KEEP=1)
 #   extra arguments        go to the ginkgo CLI (hack/e2e.sh), e.g. --focus='D-I3'
 #
+# The same machinery, the other expectation: `make variants`
+# (MUTATION_EXPECT=pass) runs the CORRECT variants of hack/variants/, each a
+# choice the KEPs allow that the reference did not make (its header quotes the
+# KEP text: "# Allowed"), and the suite must PASS them: every id the baseline
+# passes must PASS against each variant (for a variant of one KEP, the other
+# KEP's ids must be reported as not implemented). A correct variant the suite
+# fails is a false positive: the suite would fail a correct vendor. The matrix
+# goes to $ARTIFACTS/variants.md, the runs to $ARTIFACTS/variants/.
+#   MUTATION_EXPECT=       kill (default: hack/mutation/, wrong variants) or
+#                          pass (hack/variants/, correct variants)
+#
 # `hack/mutation.sh refresh` rewrites, in hack/mutation/, the patches that no
 # longer apply as they are but still merge cleanly (git apply -3) into the
 # current tree, and names the ones that conflict; review the diff.
@@ -87,8 +98,12 @@ MUTATION_LOCK=${MUTATION_LOCK:-}
 MUTATION_SOURCE=${MUTATION_SOURCE:-worktree}
 MUTATION_KEEP=${MUTATION_KEEP:-}
 MUTATION_SCOPE=${MUTATION_SCOPE:-all}
-PATCH_DIR=$ROOT/hack/mutation
-RESULTS=$ARTIFACTS/mutation
+MUTATION_EXPECT=${MUTATION_EXPECT:-kill}
+case $MUTATION_EXPECT in
+  kill) PATCH_DIR=$ROOT/hack/mutation RESULTS=$ARTIFACTS/mutation MATRIX=$ARTIFACTS/mutation.md ;;
+  pass) PATCH_DIR=$ROOT/hack/variants RESULTS=$ARTIFACTS/variants MATRIX=$ARTIFACTS/variants.md ;;
+  *) printf '[mutation] ERROR: MUTATION_EXPECT=%s: want kill (hack/mutation/) or pass (hack/variants/)\n' "$MUTATION_EXPECT" >&2; exit 1 ;;
+esac
 export GOFLAGS="${GOFLAGS:-} -buildvcs=false"
 log() { printf '[mutation %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { printf '[mutation] ERROR: %s\n' "$*" >&2; exit 1; }
@@ -391,6 +406,7 @@ done
 log "ran ${#selected[@]} variants$([[ $MUTATION_BASELINE == 1 ]] && echo ' and the baseline') in $((SECONDS - t0))s ($MUTATION_SCOPE scope)"
 
 rc=0
-(cd "$WORK/src" && go run ./hack/mutation/killmatrix --patches "$PATCH_DIR" --results "$RESULTS" --scope "$MUTATION_SCOPE" --out "$ARTIFACTS/mutation.md") || rc=$?
-log "kill matrix: $ARTIFACTS/mutation.md; per-variant logs in $RESULTS/"
+(cd "$WORK/src" && go run ./hack/mutation/killmatrix --patches "$PATCH_DIR" --results "$RESULTS" --scope "$MUTATION_SCOPE" \
+  --expect "$MUTATION_EXPECT" --out "$MATRIX") || rc=$?
+log "$([[ $MUTATION_EXPECT == pass ]] && echo correct-variant || echo kill) matrix: $MATRIX; per-variant logs in $RESULTS/"
 exit "$rc"

@@ -54,6 +54,7 @@ func main() {
 	baseline := flag.String("baseline", "", "the unmutated implementation's run (default: <results>/reference when it exists)")
 	out := flag.String("out", "", "also write the matrix (Markdown) to this file")
 	scopeName := flag.String("scope", string(ScopeAll), "which specs each variant ran: all (the whole vendor-mode suite) or ids (the specs labelled with its # Ids:)")
+	expect := flag.String("expect", string(ExpectKill), "kill: wrong variants, each must make a spec fail (the kill matrix); pass: correct variants, each must pass every id the reference passes")
 	flag.Parse()
 	if *results == "" {
 		fmt.Fprintln(os.Stderr, "killmatrix: --results is required")
@@ -67,6 +68,12 @@ func main() {
 	base, err := readBaseline(*baseline, *results)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "killmatrix: %v\n", err)
+		os.Exit(2)
+	}
+	if Expect(*expect) == ExpectPass {
+		os.Exit(runCorrect(*patches, *results, *out, scope, base))
+	} else if Expect(*expect) != ExpectKill {
+		fmt.Fprintf(os.Stderr, "killmatrix: --expect=%s: want kill or pass\n", *expect)
 		os.Exit(2)
 	}
 	rows, err := collect(*patches, *results, base)
@@ -136,6 +143,10 @@ type Row struct {
 	// Took is how long the run took, cluster start and stop included (0:
 	// not recorded).
 	Took time.Duration
+	// CheckFailed: the prerequisite check refused the cluster, so no spec ran.
+	CheckFailed bool
+	// Results are the run's spec results (nil unless the suite ran).
+	Results []testplan.TestResult
 }
 
 // Baseline is the run of the unmutated implementation.
@@ -162,8 +173,10 @@ func readBaseline(dir, results string) (Baseline, error) {
 		return Baseline{}, fmt.Errorf("baseline %s: %w", dir, err)
 	}
 	b := Baseline{Present: true, Row: row, failed: map[string]bool{}}
-	for _, name := range row.Failed {
-		b.failed[name] = true
+	for _, r := range row.Results {
+		if r.Status == testplan.StatusFail {
+			b.failed[specName(r)] = true
+		}
 	}
 	return b, nil
 }
@@ -208,10 +221,23 @@ func readRow(v variant.Variant, dir string, base Baseline) (Row, error) {
 	word, code, _ := strings.Cut(first, " ")
 	switch word {
 	case "check-failed":
-		row.Verdict, row.Why = Killed, "the prerequisite check (was-harness conformance --check-only)"
+		row.CheckFailed = true
+		row.Why = "the prerequisite check (was-harness conformance --check-only)"
 		if details != "" {
 			row.Why += ": " + firstLine(details)
 		}
+		// The check kills a variant only if the unmutated reference passed
+		// the same check: otherwise it says nothing about the variant.
+		switch {
+		case v.Name == "reference" || base.Present && !base.CheckFailed:
+		case base.Present:
+			row.Verdict, row.Why = Unmeasured, row.Why+" (the baseline failed the same check, so it proves nothing about this variant)"
+			return row, nil
+		default:
+			row.Verdict, row.Why = Unmeasured, row.Why+" (no baseline ran the check: a check failure counts as a kill only where the unmutated reference passed it)"
+			return row, nil
+		}
+		row.Verdict = Killed
 		row.Failed = []string{row.Why}
 		return row, nil
 	case "ran":
@@ -227,19 +253,17 @@ func readRow(v variant.Variant, dir string, base Baseline) (Row, error) {
 		row.Verdict, row.Why = Unmeasured, fmt.Sprintf("the suite exited %s and left no readable JUnit report: %v", code, err)
 		return row, nil
 	}
+	row.Results = results
 	for _, r := range results {
 		if r.Status != testplan.StatusFail {
 			continue
 		}
-		name := r.DisplayName()
-		if len(r.IDs) > 0 {
-			name += " [" + strings.Join(r.IDs, ", ") + "]"
-		}
+		name := specName(r)
 		if base.failed[name] {
 			row.AlsoOnReference = append(row.AlsoOnReference, name)
 			continue
 		}
-		row.Failed = append(row.Failed, name)
+		row.Failed = append(row.Failed, name+": "+message(r.Reason))
 	}
 	switch {
 	case len(row.Failed) > 0:
@@ -250,6 +274,28 @@ func readRow(v variant.Variant, dir string, base Baseline) (Row, error) {
 		row.Verdict, row.Why = Unmeasured, fmt.Sprintf("the suite exited %s but no spec failed (timeout or interrupt? see e2e.log)", code)
 	}
 	return row, nil
+}
+
+// specName is how the matrix names a spec: its text and its ids.
+func specName(r testplan.TestResult) string {
+	name := r.DisplayName()
+	if len(r.IDs) > 0 {
+		name += " [" + strings.Join(r.IDs, ", ") + "]"
+	}
+	return name
+}
+
+// message is the first line of a failure message, at most 200 characters:
+// enough to tell in the matrix why the spec failed.
+func message(reason string) string {
+	m := strings.TrimSpace(firstLine(strings.TrimSpace(reason)))
+	if m == "" {
+		return "(no message)"
+	}
+	if r := []rune(m); len(r) > 200 {
+		m = string(r[:200]) + "…"
+	}
+	return m
 }
 
 func firstLine(s string) string {

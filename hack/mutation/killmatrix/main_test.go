@@ -81,7 +81,7 @@ func TestMatrix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]Verdict{"01-killed": Killed, "02-survivor": Survived, "03-no-apply": Unmeasured, "04-check": Killed, "05-timeout": Unmeasured}
+	want := map[string]Verdict{"01-killed": Killed, "02-survivor": Survived, "03-no-apply": Unmeasured, "04-check": Unmeasured, "05-timeout": Unmeasured}
 	if len(rows) != len(want) {
 		t.Fatalf("got %d rows, want %d (06 was not run)", len(rows), len(want))
 	}
@@ -90,7 +90,7 @@ func TestMatrix(t *testing.T) {
 			t.Errorf("%s: verdict %s, want %s", r.Name, r.Verdict, want[r.Name])
 		}
 	}
-	if got := rows[0].Failed; len(got) != 1 || got[0] != "raises the quorum before pods [D-I3]" {
+	if got := rows[0].Failed; len(got) != 1 || got[0] != "raises the quorum before pods [D-I3]: pod created first" {
 		t.Errorf("01 failed specs: %q", got)
 	}
 	if rows[0].Rule != "(KEP-6276, Scaling): the quorum is raised before pods are created." {
@@ -108,9 +108,9 @@ func TestMatrix(t *testing.T) {
 	out := b.String()
 	for _, s := range []string{
 		"No baseline run",
-		"5 variants run: 2 killed, 1 SURVIVED, 2 not measured.",
+		"5 variants run: 1 killed, 1 SURVIVED, 3 not measured.",
 		"Scope: **all**",
-		"| 01-killed | ordering | D-I3, D-U2 | killed (1) | raises the quorum before pods [D-I3] | 4m5s |",
+		"| 01-killed | ordering | D-I3, D-U2 | killed (1) | raises the quorum before pods [D-I3]: pod created first | 4m5s |",
 		"| 02-survivor | ordering | D-I3, D-U2 | **SURVIVED** | none (only Disruptive (needs the vendor reconfigure hook) can see it) | ? |",
 		"!!! SURVIVED 02-survivor",
 		"label filter: !Disruptive",
@@ -118,6 +118,7 @@ func TestMatrix(t *testing.T) {
 		"!!! NOT MEASURED 03-no-apply",
 		"why: not-applied: error: patch failed: x.go:1",
 		"the prerequisite check",
+		"no baseline ran the check",
 	} {
 		if !strings.Contains(out, s) {
 			t.Errorf("matrix lacks %q:\n%s", s, out)
@@ -171,5 +172,36 @@ func TestBaseline(t *testing.T) {
 		if !strings.Contains(b.String(), s) {
 			t.Errorf("matrix lacks %q:\n%s", s, b.String())
 		}
+	}
+}
+
+// A prerequisite-check failure kills a variant only where the unmutated
+// reference passed the same check.
+func TestCheckFailureNeedsAGreenBaselineCheck(t *testing.T) {
+	for _, tc := range []struct {
+		name, baseline string
+		want           Verdict
+	}{
+		{"baseline passed the check", "ran 0\n", Killed},
+		{"baseline failed the check too", "check-failed\nno validation\n", Unmeasured},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			patches, results := t.TempDir(), t.TempDir()
+			write(t, filepath.Join(patches, "01-x.patch"), header+diff)
+			write(t, filepath.Join(results, "01-x", "outcome"), "check-failed\nno Workload within 30s\n")
+			write(t, filepath.Join(results, "reference", "outcome"), tc.baseline)
+			write(t, filepath.Join(results, "reference", "junit_e2e.xml"), passing)
+			base, err := readBaseline("", results)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows, err := collect(patches, results, base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rows) != 1 || rows[0].Verdict != tc.want {
+				t.Errorf("rows %+v: want %s", rows, tc.want)
+			}
+		})
 	}
 }

@@ -1,5 +1,8 @@
-// Package variant reads the header of a mutation variant, the comment lines
-// in front of the diff of hack/mutation/NN-name.patch:
+// Package variant reads the header of a variant of the reference
+// implementation, the comment lines in front of the diff of an NN-name.patch.
+// Two kinds share the format and the machinery (hack/mutation.sh):
+//
+// A wrong variant (hack/mutation/, `make mutation`: the suite must fail):
 //
 //	# Rule (KEP-6276, <section>): <the MUST the variant breaks>
 //	#   <an indented line continues the previous key>
@@ -7,6 +10,15 @@
 //	# Area: <ordering | ownership | admission | ...>
 //	# Ids: <test-plan ids whose specs assert the rule, e.g. D-I3, D-U2>
 //	# Seen-by: Disruptive (needs the vendor ... hook)   (optional)
+//
+// A correct variant (hack/variants/, `make variants`: the suite must pass):
+//
+//	# Allowed (KEP-6277, <section>): "<the KEP text that leaves the choice open>"
+//	# Choice: <what the variant does that the reference does not>
+//	# Area: ...
+//	# Ids: <test-plan ids whose specs the choice touches>
+//	# Implements: KEP-6277   (optional: the KEPs it implements; default both)
+//	# Seen-by: ...           (optional)
 //
 // git apply ignores everything before "diff --git", so the header never
 // changes what the patch does.
@@ -37,6 +49,21 @@ type Variant struct {
 	// SeenBy names what can see the variant when not every spec can, e.g.
 	// "Disruptive (needs the vendor reconfigure hook)".
 	SeenBy string
+	// Allowed and Choice are a correct variant's: the KEP text that allows
+	// its choice, and the choice. A correct variant has no Rule or Mutant.
+	Allowed string
+	Choice  string
+	// Implements are the KEPs a correct variant implements (nil: both);
+	// the ids of the others must be reported as not implemented.
+	Implements []string
+}
+
+// Correct reports whether the header is a correct variant's (# Allowed).
+func (v Variant) Correct() bool { return v.Allowed != "" }
+
+// ImplementsKEP reports whether the variant implements kep ("KEP-6276").
+func (v Variant) ImplementsKEP(kep string) bool {
+	return len(v.Implements) == 0 || slices.Contains(v.Implements, kep)
 }
 
 // SeenOnlyByDisruptive reports whether the header says only Disruptive
@@ -55,7 +82,7 @@ func Read(path string) (Variant, error) {
 	}
 	defer f.Close()
 	var last *string
-	var ids string
+	var ids, implements string
 	s := bufio.NewScanner(f)
 	for s.Scan() {
 		line := s.Text()
@@ -80,6 +107,12 @@ func Read(path string) (Variant, error) {
 			ids, last = value, &ids
 		case key == "Seen-by":
 			v.SeenBy, last = value, &v.SeenBy
+		case strings.HasPrefix(key, "Allowed"):
+			v.Allowed, last = strings.TrimSpace(strings.TrimPrefix(key, "Allowed"))+": "+value, &v.Allowed
+		case key == "Choice":
+			v.Choice, last = value, &v.Choice
+		case key == "Implements":
+			implements, last = value, &implements
 		default:
 			last = nil
 		}
@@ -87,7 +120,18 @@ func Read(path string) (Variant, error) {
 	if err := s.Err(); err != nil {
 		return v, err
 	}
-	if v.Rule == "" || v.Mutant == "" || v.Area == "" {
+	switch {
+	case v.Allowed != "" || v.Choice != "":
+		if v.Allowed == "" || v.Choice == "" || v.Area == "" || v.Rule != "" || v.Mutant != "" {
+			return v, fmt.Errorf("%s: a correct variant's header must quote the KEP text that allows it (# Allowed (KEP-NNNN, <section>): \"...\"), say what it chose (# Choice:) and its # Area:, and have no # Rule or # Mutant", path)
+		}
+		for _, kep := range strings.FieldsFunc(implements, func(r rune) bool { return r == ',' || r == ' ' }) {
+			if kep != "KEP-6276" && kep != "KEP-6277" {
+				return v, fmt.Errorf("%s: # Implements: %q is not KEP-6276 or KEP-6277", path, kep)
+			}
+			v.Implements = append(v.Implements, kep)
+		}
+	case v.Rule == "" || v.Mutant == "" || v.Area == "":
 		return v, fmt.Errorf("%s: the header must say which KEP rule the variant breaks (# Rule ...:), how (# Mutant:) and its # Area:", path)
 	}
 	v.IDs, err = parseIDs(ids)

@@ -91,3 +91,34 @@ func TestPatchHeaders(t *testing.T) {
 		t.Errorf("%d variants in hack/mutation, want at least 25", len(vs))
 	}
 }
+
+func TestReadCorrectVariant(t *testing.T) {
+	dir := t.TempDir()
+	p := write(t, dir, "03-x.patch", `# Allowed (KEP-6277, Feature gate): "the StatefulSet side
+#   ships on its own gate"
+# Choice: only KEP-6277.
+# Area: scope
+# Ids: S-I1
+# Implements: KEP-6277
+`+diff)
+	v, err := Read(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.Correct() || v.Choice != "only KEP-6277." || v.ImplementsKEP("KEP-6276") || !v.ImplementsKEP("KEP-6277") {
+		t.Errorf("header: %+v", v)
+	}
+	both := write(t, dir, "04-y.patch", "# Allowed (KEP-6276, Names): \"any name\"\n# Choice: other names\n# Area: names\n# Ids: D-I1\n"+diff)
+	if v, err := Read(both); err != nil || !v.ImplementsKEP("KEP-6276") || !v.ImplementsKEP("KEP-6277") {
+		t.Errorf("without # Implements a variant implements both KEPs: %+v, %v", v, err)
+	}
+	for name, header := range map[string]string{
+		"no choice":   "# Allowed (KEP-6276, Names): \"x\"\n# Area: names\n# Ids: D-I1\n",
+		"mixed kinds": "# Allowed (KEP-6276, Names): \"x\"\n# Choice: y\n# Mutant: z\n# Area: names\n# Ids: D-I1\n",
+		"unknown KEP": "# Allowed (KEP-6276, Names): \"x\"\n# Choice: y\n# Area: names\n# Ids: D-I1\n# Implements: KEP-1\n",
+	} {
+		if _, err := Read(write(t, dir, "09-bad.patch", header+diff)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
