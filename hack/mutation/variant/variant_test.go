@@ -122,3 +122,19 @@ func TestReadCorrectVariant(t *testing.T) {
 		}
 	}
 }
+
+// The project's own patches: hack/mutation/ holds wrong variants only and
+// hack/variants/ correct ones only, each with a header that parses.
+func TestTheProjectsVariants(t *testing.T) {
+	for dir, correct := range map[string]bool{"../../mutation": false, "../../variants": true} {
+		vs, err := ReadAll(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range vs {
+			if v.Correct() != correct {
+				t.Errorf("%s: correct=%t, but it is in %s", v.Path, v.Correct(), dir)
+			}
+		}
+	}
+}
