@@ -345,7 +345,8 @@ measure() {
 
   log "[$name] prerequisite check (was-harness conformance --check-only)"
   if ! "$HARNESS" conformance --check-only --kubeconfig "$kubeconfig" --artifacts "$vdir" >"$vdir/check.log" 2>&1; then
-    printf 'check-failed\n%s\n' "$(grep -v '^\s*$' "$vdir/check.log" | tail -n 1)" >"$vdir/outcome"
+    # The first thing the check found missing (its "  - " lines), else its last line.
+    printf 'check-failed\n%s\n' "$({ grep -m1 '^  - ' "$vdir/check.log" || grep -v '^\s*$' "$vdir/check.log" | tail -n 1; } | sed 's/^  - //')" >"$vdir/outcome"
     log "[$name] killed by the prerequisite check (see $vdir/check.log)"
   else
     local allow=""

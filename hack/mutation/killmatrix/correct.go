@@ -81,7 +81,9 @@ func idStatuses(plan *testplan.Plan, results []testplan.TestResult) map[string]t
 func kepOf(it testplan.Item) string { return strings.ToUpper(it.KEP) }
 
 // collectCorrect reads every correct variant that has a result directory.
-func collectCorrect(patchDir, resultDir string, base Baseline, plan *testplan.Plan) ([]CorrectRow, error) {
+// In the ids scope only the variant's own ids are compared: the baseline ran
+// the union of every selected variant's specs.
+func collectCorrect(patchDir, resultDir string, scope Scope, base Baseline, plan *testplan.Plan) ([]CorrectRow, error) {
 	variants, err := variant.ReadAll(patchDir)
 	if err != nil {
 		return nil, err
@@ -103,12 +105,12 @@ func collectCorrect(patchDir, resultDir string, base Baseline, plan *testplan.Pl
 		if err != nil {
 			return nil, err
 		}
-		rows = append(rows, judgeCorrect(row, base, baseIDs, plan))
+		rows = append(rows, judgeCorrect(row, scope, base, baseIDs, plan))
 	}
 	return rows, nil
 }
 
-func judgeCorrect(row Row, base Baseline, baseIDs map[string]testplan.Result, plan *testplan.Plan) CorrectRow {
+func judgeCorrect(row Row, scope Scope, base Baseline, baseIDs map[string]testplan.Result, plan *testplan.Plan) CorrectRow {
 	c := CorrectRow{Row: row}
 	switch {
 	case row.CheckFailed && base.Present && !base.CheckFailed:
@@ -123,7 +125,7 @@ func judgeCorrect(row Row, base Baseline, baseIDs map[string]testplan.Result, pl
 	}
 	got := idStatuses(plan, row.Results)
 	for _, it := range plan.Items {
-		if baseIDs[it.ID].Status != testplan.StatusPass {
+		if baseIDs[it.ID].Status != testplan.StatusPass || scope == ScopeIDs && !slices.Contains(row.IDs, it.ID) {
 			continue
 		}
 		c.Compared++
@@ -245,7 +247,7 @@ func runCorrect(patches, results, out string, scope Scope, base Baseline) int {
 		fmt.Fprintf(os.Stderr, "killmatrix: %v\n", err)
 		return 2
 	}
-	rows, err := collectCorrect(patches, results, base, plan)
+	rows, err := collectCorrect(patches, results, scope, base, plan)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "killmatrix: %v\n", err)
 		return 2

@@ -72,7 +72,7 @@ func TestCorrectVariants(t *testing.T) {
 	if err != nil || !base.Present {
 		t.Fatalf("baseline: %+v, %v", base, err)
 	}
-	rows, err := collectCorrect(patches, results, base, plan)
+	rows, err := collectCorrect(patches, results, ScopeAll, base, plan)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,6 +91,17 @@ func TestCorrectVariants(t *testing.T) {
 	}
 	if !failedCorrect(base, rows) || failedCorrect(base, rows[:2]) {
 		t.Error("the run must fail exactly when a correct variant is not agreed with")
+	}
+	// In the ids scope an id outside the variant's # Ids: is not compared
+	// (03 lost S-I1, which it names; 05 lost D-I1, which it does not).
+	idRows, err := collectCorrect(patches, results, ScopeIDs, base, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range idRows {
+		if r.Name == "05-sts-only-fail" && r.Verdict != Agrees || r.Name == "03-loses-an-id" && r.Verdict != FalsePositive {
+			t.Errorf("ids scope, %s: %s %+v", r.Name, r.Verdict, r.Diffs)
+		}
 	}
 	var b strings.Builder
 	renderCorrect(&b, ScopeAll, base, rows)
