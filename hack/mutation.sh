@@ -345,8 +345,12 @@ measure() {
 
   log "[$name] prerequisite check (was-harness conformance --check-only)"
   if ! "$HARNESS" conformance --check-only --kubeconfig "$kubeconfig" --artifacts "$vdir" >"$vdir/check.log" 2>&1; then
-    # The first thing the check found missing (its "  - " lines), else its last line.
-    printf 'check-failed\n%s\n' "$({ grep -m1 '^  - ' "$vdir/check.log" || grep -v '^\s*$' "$vdir/check.log" | tail -n 1; } | sed 's/^  - //')" >"$vdir/outcome"
+    # The first thing the check found missing (the line after "lacks what
+    # the suite needs"), else its last line.
+    local missing
+    missing=$(awk 'found { sub(/^ *- /, ""); print; exit } /lacks what the suite needs/ { found = 1 }' "$vdir/check.log")
+    [[ -n $missing ]] || missing=$(grep -v '^\s*$' "$vdir/check.log" | tail -n 1)
+    printf 'check-failed\n%s\n' "$missing" >"$vdir/outcome"
     log "[$name] killed by the prerequisite check (see $vdir/check.log)"
   else
     local allow=""
