@@ -30,13 +30,21 @@ import (
 // the APIs or without an implementation fails at once with one plain message
 // instead of a hundred timeouts, and records what it saw for the report.
 
+// DefaultCanaryTimeout bounds the wait for a canary's Workload. The KEPs
+// bound no latency, and a canary that times out marks its whole KEP not
+// implemented, hiding every verdict of it: so the bound is generous enough
+// for a correct but slow implementation (a retry backoff, a delayed write),
+// and is paid in full only for a KEP that is indeed missing.
+const DefaultCanaryTimeout = 2 * time.Minute
+
 // PrereqOptions tune CheckPrerequisites.
 type PrereqOptions struct {
 	// Canary creates a gang Deployment and a gang StatefulSet in a
 	// temporary namespace and waits for their Workloads: proof that an
 	// implementation of each KEP runs.
 	Canary bool
-	// CanaryTimeout bounds the wait for the canaries' Workloads (default 30 s).
+	// CanaryTimeout bounds the wait for the canaries' Workloads (default
+	// DefaultCanaryTimeout).
 	CanaryTimeout time.Duration
 	// Poll is the interval of that wait (default 200 ms).
 	Poll time.Duration
@@ -47,7 +55,7 @@ type PrereqOptions struct {
 // It changes nothing outside the temporary namespace of the canary.
 func CheckPrerequisites(ctx context.Context, cfg *rest.Config, opts PrereqOptions) *testplan.Environment {
 	if opts.CanaryTimeout <= 0 {
-		opts.CanaryTimeout = 30 * time.Second
+		opts.CanaryTimeout = DefaultCanaryTimeout
 	}
 	if opts.Poll <= 0 {
 		opts.Poll = 200 * time.Millisecond
@@ -478,8 +486,8 @@ func PrerequisiteError(env *testplan.Environment, kubeconfig string) error {
 func checkExistingCluster(ctx context.Context, cfg *rest.Config) error {
 	env := CheckPrerequisites(ctx, cfg, PrereqOptions{
 		Canary: true,
-		// Half the pods-bound bound (30 s by default), scaled with --timeout-scale.
-		CanaryTimeout: TestContext.Timeouts.PodsBound / 2,
+		// Never below the specs' own pods-bound bound (scaled with --timeout-scale).
+		CanaryTimeout: max(DefaultCanaryTimeout, TestContext.Timeouts.PodsBound),
 		Poll:          TestContext.Timeouts.Poll,
 	})
 	env.Cluster = "existing"
