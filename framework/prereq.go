@@ -30,12 +30,21 @@ import (
 // the APIs or without an implementation fails at once with one plain message
 // instead of a hundred timeouts, and records what it saw for the report.
 
+// DefaultCanaryTimeout bounds the wait for a canary's Workload. The KEPs
+// bound no latency, and a canary that times out marks its whole KEP not
+// implemented, hiding every verdict of it: so the bound is generous enough
+// for a correct but slow implementation (a retry backoff, a delayed write),
+// and is paid in full only for a KEP that is indeed missing.
+const DefaultCanaryTimeout = 2 * time.Minute
+
 // PrereqOptions tune CheckPrerequisites.
 type PrereqOptions struct {
-	// Canary creates a gang Deployment in a temporary namespace and waits
-	// for its Workload: proof that an implementation runs.
+	// Canary creates a gang Deployment and a gang StatefulSet in a
+	// temporary namespace and waits for their Workloads: proof that an
+	// implementation of each KEP runs.
 	Canary bool
-	// CanaryTimeout bounds the wait for the canary's Workload (default 30 s).
+	// CanaryTimeout bounds the wait for the canaries' Workloads (default
+	// DefaultCanaryTimeout).
 	CanaryTimeout time.Duration
 	// Poll is the interval of that wait (default 200 ms).
 	Poll time.Duration
@@ -46,7 +55,7 @@ type PrereqOptions struct {
 // It changes nothing outside the temporary namespace of the canary.
 func CheckPrerequisites(ctx context.Context, cfg *rest.Config, opts PrereqOptions) *testplan.Environment {
 	if opts.CanaryTimeout <= 0 {
-		opts.CanaryTimeout = 30 * time.Second
+		opts.CanaryTimeout = DefaultCanaryTimeout
 	}
 	if opts.Poll <= 0 {
 		opts.Poll = 200 * time.Millisecond
@@ -101,7 +110,7 @@ func CheckPrerequisites(ctx context.Context, cfg *rest.Config, opts PrereqOption
 		return env
 	}
 	env.IntentDeployment, env.IntentStatefulSet = string(seam.Mode), string(seam.StatefulSetMode)
-	checkValidation(ctx, cs, seam, env, problem)
+	validationMechanisms(ctx, cs, seam, env, problem)
 
 	if opts.Canary && len(env.Essentials()) == 0 {
 		canary(ctx, cs, seam, opts, env, problem)
@@ -153,47 +162,66 @@ func parseFeatureGates(raw []byte) (map[string]bool, error) {
 	return out, nil
 }
 
-// checkValidation records what validates scheduling intent: the apiserver
-// itself when apps/v1 has spec.scheduling, else a validating webhook on
-// apps/v1 Deployments and StatefulSets.
-func checkValidation(ctx context.Context, cs kubernetes.Interface, seam *IntentSeam, env *testplan.Environment, problem func(bool, string, ...any)) {
-	if seam.Mode == IntentNative && seam.StatefulSetMode == IntentNative {
-		env.Evidence = append(env.Evidence, "native validation: apps/v1 DeploymentSpec and StatefulSetSpec have spec.scheduling")
-		return
+// validationMechanisms records, as information only, what may validate
+// scheduling intent: the apiserver itself (native spec.scheduling), the
+// ValidatingWebhookConfigurations and ValidatingAdmissionPolicies whose rules
+// cover CREATE of apps/v1 Deployments or StatefulSets. The check judges
+// validation by behaviour (the canaries' dry runs), never by mechanism: the
+// KEPs put validation in kube-apiserver, and a webhook, a policy or native
+// code are all ways to get there.
+func validationMechanisms(ctx context.Context, cs kubernetes.Interface, seam *IntentSeam, env *testplan.Environment, problem func(bool, string, ...any)) {
+	if seam.Mode == IntentNative {
+		env.Evidence = append(env.Evidence, "validation mechanism: native (apps/v1 DeploymentSpec has spec.scheduling)")
 	}
-	list, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().List(ctx, metav1.ListOptions{})
+	if seam.StatefulSetMode == IntentNative {
+		env.Evidence = append(env.Evidence, "validation mechanism: native (apps/v1 StatefulSetSpec has spec.scheduling)")
+	}
+	if list, err := cs.AdmissionregistrationV1().ValidatingWebhookConfigurations().List(ctx, metav1.ListOptions{}); err != nil {
+		problem(false, "cannot list ValidatingWebhookConfigurations (information only): %v", err)
+	} else {
+		for _, f := range webhooksFor(list.Items, "deployments", "statefulsets") {
+			env.Evidence = append(env.Evidence, "validation mechanism: "+f)
+		}
+	}
+	policies, err := cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		problem(false, "cannot list ValidatingWebhookConfigurations: %v", err)
+		problem(false, "cannot list ValidatingAdmissionPolicies (information only): %v", err)
 		return
 	}
-	found := webhooksFor(list.Items, "deployments", "statefulsets")
-	for _, f := range found {
-		env.Evidence = append(env.Evidence, "admission: "+f)
+	bindings, err := cs.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		problem(false, "cannot list ValidatingAdmissionPolicyBindings (information only): %v", err)
+		return
 	}
-	if len(found) == 0 {
-		problem(true, "nothing validates scheduling intent: apps/v1 has no spec.scheduling and no ValidatingWebhookConfiguration covers apps/v1 deployments or statefulsets; install the implementation's admission webhook (for the reference implementation: kubectl apply -k deploy/)")
+	for _, f := range policiesFor(policies.Items, bindings.Items, "deployments", "statefulsets") {
+		env.Evidence = append(env.Evidence, "validation mechanism: "+f)
 	}
+}
+
+// coveredBy returns which of resources the rules cover for CREATE of apps/v1.
+func coveredBy(rules []admissionregistrationv1.RuleWithOperations, resources []string) []string {
+	has := func(list []string, v string) bool { return slices.Contains(list, v) || slices.Contains(list, "*") }
+	var covered []string
+	for _, r := range rules {
+		if !has(r.APIGroups, "apps") || !has(r.APIVersions, "v1") ||
+			!(slices.Contains(r.Operations, admissionregistrationv1.Create) || slices.Contains(r.Operations, admissionregistrationv1.OperationAll)) {
+			continue
+		}
+		for _, res := range resources {
+			if has(r.Resources, res) && !slices.Contains(covered, res) {
+				covered = append(covered, res)
+			}
+		}
+	}
+	return covered
 }
 
 // webhooksFor names the webhooks whose rules cover CREATE of apps/v1 resources.
 func webhooksFor(configs []admissionregistrationv1.ValidatingWebhookConfiguration, resources ...string) []string {
-	has := func(list []string, v string) bool { return slices.Contains(list, v) || slices.Contains(list, "*") }
 	var out []string
 	for _, c := range configs {
 		for _, w := range c.Webhooks {
-			var covered []string
-			for _, r := range w.Rules {
-				if !has(r.APIGroups, "apps") || !has(r.APIVersions, "v1") ||
-					!(slices.Contains(r.Operations, admissionregistrationv1.Create) || slices.Contains(r.Operations, admissionregistrationv1.OperationAll)) {
-					continue
-				}
-				for _, res := range resources {
-					if has(r.Resources, res) && !slices.Contains(covered, res) {
-						covered = append(covered, res)
-					}
-				}
-			}
-			if len(covered) > 0 {
+			if covered := coveredBy(w.Rules, resources); len(covered) > 0 {
 				out = append(out, fmt.Sprintf("ValidatingWebhookConfiguration %s, webhook %s, covers apps/v1 %s", c.Name, w.Name, strings.Join(covered, ", ")))
 			}
 		}
@@ -201,9 +229,121 @@ func webhooksFor(configs []admissionregistrationv1.ValidatingWebhookConfiguratio
 	return out
 }
 
-// canary proves an implementation runs: in a temporary namespace, a dry-run
-// create of an invalid gang Deployment must be rejected, and a tiny valid
-// one must get a Workload it controls within opts.CanaryTimeout.
+// policiesFor names the ValidatingAdmissionPolicies whose match constraints
+// cover CREATE of apps/v1 resources, with the bindings that put them in effect.
+func policiesFor(policies []admissionregistrationv1.ValidatingAdmissionPolicy, bindings []admissionregistrationv1.ValidatingAdmissionPolicyBinding, resources ...string) []string {
+	var out []string
+	for _, p := range policies {
+		if p.Spec.MatchConstraints == nil {
+			continue
+		}
+		rules := make([]admissionregistrationv1.RuleWithOperations, 0, len(p.Spec.MatchConstraints.ResourceRules))
+		for _, r := range p.Spec.MatchConstraints.ResourceRules {
+			rules = append(rules, r.RuleWithOperations)
+		}
+		covered := coveredBy(rules, resources)
+		if len(covered) == 0 {
+			continue
+		}
+		var bound []string
+		for _, b := range bindings {
+			if b.Spec.PolicyName == p.Name {
+				bound = append(bound, b.Name)
+			}
+		}
+		boundBy := "no binding (not in effect)"
+		if len(bound) > 0 {
+			boundBy = "bound by " + strings.Join(bound, ", ")
+		}
+		out = append(out, fmt.Sprintf("ValidatingAdmissionPolicy %s covers apps/v1 %s, %s", p.Name, strings.Join(covered, ", "), boundBy))
+	}
+	return out
+}
+
+// The KEPs' spec labels, which the check's verdicts name and the central
+// skip (suite.go) matches.
+var (
+	kepDeployment  = KEP(6276)[0]
+	kepStatefulSet = KEP(6277)[0]
+)
+
+// kepProbe is what the canary saw of one KEP.
+type kepProbe struct {
+	KEP  string // its spec label, e.g. "KEP-6276"
+	Kind string // "Deployment" or "StatefulSet"
+	// Invalid describes the invalid gang object the dry run created.
+	Invalid string
+	// Rejected: the dry-run create of Invalid was refused as invalid or
+	// forbidden, by whatever mechanism; Rejection is its first line, or
+	// ValidationErr the unexpected error (neither: it was accepted).
+	Rejected      bool
+	Rejection     string
+	ValidationErr error
+	// CreateErr: the valid gang canary could not be created.
+	CreateErr error
+	// Workload is the Workload the canary came to control ("" none, within
+	// Timeout), written by field manager Manager, Waited after the create.
+	Workload string
+	Manager  string
+	Waited   time.Duration
+	Timeout  time.Duration
+}
+
+func (p kepProbe) implemented() bool { return p.CreateErr == nil && p.Workload != "" }
+
+// notImplementedReason says why p shows its KEP not implemented.
+func (p kepProbe) notImplementedReason() string {
+	if p.CreateErr != nil {
+		return fmt.Sprintf("creating a valid gang %s was refused: %v", p.Kind, firstLineOf(p.CreateErr.Error()))
+	}
+	return fmt.Sprintf("a valid gang %s got no Workload it controls within %s", p.Kind, p.Timeout)
+}
+
+// judgeKEPs is the check's decision, from the probes alone: a KEP is
+// implemented when its canary got a Workload it controls. The suite is
+// refused only when neither KEP is: an implementation of one KEP alone is
+// correct, and the other KEP's specs then skip as not implemented. A KEP
+// implemented without validation is not refused either: its admission specs
+// fail, which is the verdict such an implementation earns.
+func judgeKEPs(probes []kepProbe) (keps []testplan.KEPCheck, evidence []string, problems []testplan.Problem) {
+	var missing []string
+	for _, p := range probes {
+		switch {
+		case p.Rejected:
+			evidence = append(evidence, fmt.Sprintf("%s admission: dry-run create of %s rejected: %s", p.KEP, p.Invalid, p.Rejection))
+		case p.ValidationErr != nil:
+			problems = append(problems, testplan.Problem{Message: fmt.Sprintf("%s validation probe: dry-run create of %s: unexpected error: %v", p.KEP, p.Invalid, p.ValidationErr)})
+		case p.implemented():
+			problems = append(problems, testplan.Problem{Message: fmt.Sprintf("%s validation missing: a dry-run create of %s was accepted; the KEP's admission specs will fail", p.KEP, p.Invalid)})
+		}
+		if !p.implemented() {
+			reason := p.notImplementedReason()
+			keps = append(keps, testplan.KEPCheck{KEP: p.KEP, Reason: reason})
+			missing = append(missing, p.KEP+": "+reason)
+			continue
+		}
+		keps = append(keps, testplan.KEPCheck{KEP: p.KEP, Implemented: true,
+			Reason: fmt.Sprintf("a gang %s canary got Workload %s, controlled by it, in %s (field manager %q)", p.Kind, p.Workload, p.Waited.Round(100*time.Millisecond), p.Manager)})
+	}
+	if len(missing) == len(probes) && len(probes) > 0 {
+		problems = append(problems, testplan.Problem{Essential: true, Message: "no implementation of KEP-6276 or KEP-6277 answered (" + strings.Join(missing, "; ") +
+			"); start the implementation's controllers with their gates on (reference implementation: was-controller-manager --feature-gates=WorkloadWithDeployment=true,WorkloadWithStatefulSet=true, with kube-controller-manager's deployment, replicaset and statefulset controllers off)"})
+	}
+	return keps, evidence, problems
+}
+
+// canary proves an implementation runs, KEP by KEP, in a temporary
+// namespace: a dry-run create of an invalid gang object of each kind must be
+// rejected (recorded), and a tiny valid gang Deployment (KEP-6276) and gang
+// Parallel StatefulSet (KEP-6277) must each get a Workload they control
+// within opts.CanaryTimeout. Both KEPs say so of a minimal correct
+// implementation: KEP-6276 "The Workload object has an ownerReference to the
+// Deployment with controller: true"; KEP-6277 "The Workload carries an
+// ownerReference to the StatefulSet with controller: true, when the
+// StatefulSet controller created it" (and, Initial Creation Lifecycle, it
+// "discovers, or creates, the Workload object" for a Parallel gang
+// StatefulSet). The two canaries wait side by side, so one KEP missing
+// costs one timeout, not two.
 func canary(ctx context.Context, cs kubernetes.Interface, seam *IntentSeam, opts PrereqOptions, env *testplan.Environment, problem func(bool, string, ...any)) {
 	ns, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
 		GenerateName: "was-prereq-", Labels: map[string]string{"was-harness.io/prerequisite-check": "canary"},
@@ -212,75 +352,116 @@ func canary(ctx context.Context, cs kubernetes.Interface, seam *IntentSeam, opts
 		problem(true, "canary: cannot create a temporary namespace: %v", err)
 		return
 	}
-	defer func() {
-		// Waited for (bounded), so that the canary's pods take no capacity
-		// from the first specs, some of which fill the whole cluster.
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		err := cs.CoreV1().Namespaces().Delete(dctx, ns.Name, metav1.DeleteOptions{})
-		if err == nil {
-			err = wait.PollUntilContextCancel(dctx, opts.Poll, true, func(ctx context.Context) (bool, error) {
-				_, err := cs.CoreV1().Namespaces().Get(ctx, ns.Name, metav1.GetOptions{})
-				return apierrors.IsNotFound(err), nil
-			})
-		}
-		if err != nil && !apierrors.IsNotFound(err) {
-			problem(false, "canary: namespace %s not deleted within a minute: %v (delete it by hand)", ns.Name, err)
-		}
-	}()
+	defer deleteCanaryNamespace(ctx, cs, ns.Name, opts.Poll, problem)
+
 	gang := func(minCount *int32) *DeploymentScheduling {
 		return &DeploymentScheduling{SchedulingPolicy: &schedulingv1alpha3.WorkloadPodGroupSchedulingPolicy{
 			Gang: &schedulingv1alpha3.WorkloadPodGroupGangSchedulingPolicy{MinCount: minCount},
 		}}
 	}
 	d := builder.Deployment("canary", ns.Name).Replicas(2).Recreate().Request(corev1.ResourceCPU, "10m").Obj()
-
-	// minCount above replicas is invalid under both KEP texts (D-U4).
+	set := func() *builder.StatefulSetWrapper {
+		return builder.StatefulSet("canary", ns.Name).Replicas(2).PodTemplate(func(p *builder.PodWrapper) { p.Request(corev1.ResourceCPU, "10m") })
+	}
+	probes := []kepProbe{
+		// minCount above replicas is invalid under both KEP texts (D-U4).
+		{KEP: kepDeployment, Kind: "Deployment", Invalid: "a gang Deployment with minCount 5 > replicas 2", Timeout: opts.CanaryTimeout},
+		// KEP-6277: "Admission validation MUST reject a StatefulSet that
+		// specifies both OrderedReady and a gang scheduling policy".
+		{KEP: kepStatefulSet, Kind: "StatefulSet", Invalid: "a gang StatefulSet with podManagementPolicy OrderedReady", Timeout: opts.CanaryTimeout},
+	}
 	five := int32(5)
-	invalid, err := seam.WithDeploymentScheduling(d, gang(&five))
+	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	invalidD, err := seam.WithDeploymentScheduling(d, gang(&five))
 	if err == nil {
-		_, err = seam.dynamic.Resource(deploymentsGVR).Namespace(ns.Name).Create(ctx, invalid, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		_, err = seam.dynamic.Resource(deploymentsGVR).Namespace(ns.Name).Create(ctx, invalidD, dryRun)
 	}
-	switch {
-	case err == nil:
-		problem(true, "validation missing: a gang Deployment with minCount 5 > replicas 2 was accepted (server-side dry run); the implementation's admission is not in effect")
-	case apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err):
-		env.Evidence = append(env.Evidence, "admission: dry-run gang Deployment with minCount 5 > replicas 2 rejected: "+firstLineOf(err.Error()))
-	default:
-		problem(false, "validation probe: unexpected error: %v", err)
+	probes[0].judgeRejection(err)
+	invalidS, err := seam.WithStatefulSetScheduling(set().OrderedReady().Obj(), gang(nil))
+	if err == nil {
+		_, err = seam.dynamic.Resource(statefulSetsGVR).Namespace(ns.Name).Create(ctx, invalidS, dryRun)
 	}
+	probes[1].judgeRejection(err)
 
 	start := time.Now()
-	created, err := seam.CreateDeployment(ctx, d, gang(nil))
-	if err != nil {
-		problem(true, "canary: creating a gang Deployment in %s was refused: %v", ns.Name, err)
-		return
+	var owners [2]metav1.Object
+	if created, err := seam.CreateDeployment(ctx, d, gang(nil)); err != nil {
+		probes[0].CreateErr = err
+	} else {
+		owners[0] = created
 	}
-	var manager, workload string
-	err = wait.PollUntilContextTimeout(ctx, opts.Poll, opts.CanaryTimeout, true, func(ctx context.Context) (bool, error) {
+	if created, err := seam.CreateStatefulSet(ctx, set().Parallel().Obj(), gang(nil)); err != nil {
+		probes[1].CreateErr = err
+	} else {
+		owners[1] = created
+	}
+	// The condition: each created canary controls a Workload; bounded by
+	// opts.CanaryTimeout (a missing KEP ends the wait at the bound).
+	_ = wait.PollUntilContextTimeout(ctx, opts.Poll, opts.CanaryTimeout, true, func(ctx context.Context) (bool, error) {
 		list, err := cs.SchedulingV1beta1().Workloads(ns.Name).List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return false, nil // transient; the timeout says what was awaited
+			return false, nil // transient; the reasons say what was awaited
 		}
-		for _, w := range list.Items {
-			if metav1.IsControlledBy(&w, created) {
-				workload = w.Name
-				if len(w.ManagedFields) > 0 {
-					manager = w.ManagedFields[0].Manager
-				}
-				return true, nil
+		done := true
+		for i, owner := range owners {
+			if owner == nil || probes[i].Workload != "" {
+				continue
 			}
+			for _, w := range list.Items {
+				if metav1.IsControlledBy(&w, owner) {
+					probes[i].Workload, probes[i].Waited = w.Name, time.Since(start)
+					if len(w.ManagedFields) > 0 {
+						probes[i].Manager = w.ManagedFields[0].Manager
+					}
+				}
+			}
+			done = done && probes[i].Workload != ""
 		}
-		return false, nil
+		return done, nil
 	})
-	if err != nil {
-		problem(true, "no implementation of KEP-6276 answered: a gang Deployment got no Workload controlled by it within %s; start the implementation's controllers with their gates on (reference implementation: was-controller-manager --feature-gates=WorkloadWithDeployment=true, with kube-controller-manager's deployment and replicaset controllers off)", opts.CanaryTimeout)
-		return
+
+	keps, evidence, problems := judgeKEPs(probes)
+	env.KEPs = keps
+	env.Evidence = append(env.Evidence, evidence...)
+	env.Problems = append(env.Problems, problems...)
+	var managers []string
+	for _, p := range probes {
+		if p.Manager != "" && !slices.Contains(managers, p.Manager) {
+			managers = append(managers, p.Manager)
+		}
 	}
-	env.Evidence = append(env.Evidence, fmt.Sprintf("canary: gang Deployment %s/canary got Workload %s in %s, written by field manager %q",
-		ns.Name, workload, time.Since(start).Round(100*time.Millisecond), manager))
-	if manager != "" {
-		env.Implementation = manager + " (field manager of the canary's Workload)"
+	if len(managers) > 0 {
+		env.Implementation = strings.Join(managers, ", ") + " (field manager of the canaries' Workloads)"
+	}
+}
+
+// judgeRejection records the dry-run create's answer: a rejection as
+// invalid, forbidden or bad request is validation at work, whoever did it.
+func (p *kepProbe) judgeRejection(err error) {
+	switch {
+	case err == nil:
+	case apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err):
+		p.Rejected, p.Rejection = true, firstLineOf(err.Error())
+	default:
+		p.ValidationErr = err
+	}
+}
+
+// deleteCanaryNamespace deletes the canaries' namespace and waits (bounded)
+// until it is gone, so that their pods take no capacity from the first
+// specs, some of which fill the whole cluster.
+func deleteCanaryNamespace(ctx context.Context, cs kubernetes.Interface, name string, poll time.Duration, problem func(bool, string, ...any)) {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	err := cs.CoreV1().Namespaces().Delete(dctx, name, metav1.DeleteOptions{})
+	if err == nil {
+		err = wait.PollUntilContextCancel(dctx, poll, true, func(ctx context.Context) (bool, error) {
+			_, err := cs.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), nil
+		})
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		problem(false, "canary: namespace %s not deleted within a minute: %v (delete it by hand)", name, err)
 	}
 }
 
@@ -305,8 +486,8 @@ func PrerequisiteError(env *testplan.Environment, kubeconfig string) error {
 func checkExistingCluster(ctx context.Context, cfg *rest.Config) error {
 	env := CheckPrerequisites(ctx, cfg, PrereqOptions{
 		Canary: true,
-		// Half the pods-bound bound (30 s by default), scaled with --timeout-scale.
-		CanaryTimeout: TestContext.Timeouts.PodsBound / 2,
+		// Never below the specs' own pods-bound bound (scaled with --timeout-scale).
+		CanaryTimeout: max(DefaultCanaryTimeout, TestContext.Timeouts.PodsBound),
 		Poll:          TestContext.Timeouts.Poll,
 	})
 	env.Cluster = "existing"
@@ -314,6 +495,8 @@ func checkExistingCluster(ctx context.Context, cfg *rest.Config) error {
 		env.Implementation = "unknown"
 	}
 	writeEnvironment(env)
+	// SetupSuite hands these to every process: their specs skip.
+	notImplemented = env.NotImplemented()
 	return PrerequisiteError(env, TestContext.Kubeconfig)
 }
 

@@ -2,15 +2,20 @@ package framework
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+
+	"github.com/workload-aware/apps-harness/testplan"
 )
 
 func TestParseFeatureGates(t *testing.T) {
@@ -70,6 +75,8 @@ func TestCheckPrerequisitesSaysWhatIsMissing(t *testing.T) {
 	reply("/openapi/v3", `{"paths":{"apis/apps/v1":{"serverRelativeURL":"/openapi/v3/apis/apps/v1"}}}`)
 	reply("/openapi/v3/apis/apps/v1", `{"components":{"schemas":{"io.k8s.api.apps.v1.DeploymentSpec":{"properties":{"replicas":{}}},"io.k8s.api.apps.v1.StatefulSetSpec":{"properties":{"replicas":{}}}}}}`)
 	reply("/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations", `{"kind":"ValidatingWebhookConfigurationList","apiVersion":"admissionregistration.k8s.io/v1","items":[]}`)
+	reply("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies", `{"kind":"ValidatingAdmissionPolicyList","apiVersion":"admissionregistration.k8s.io/v1","items":[]}`)
+	reply("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings", `{"kind":"ValidatingAdmissionPolicyBindingList","apiVersion":"admissionregistration.k8s.io/v1","items":[]}`)
 	mux.HandleFunc("/", http.NotFound) // no scheduling.k8s.io, no resource.k8s.io
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
@@ -91,7 +98,6 @@ func TestCheckPrerequisitesSaysWhatIsMissing(t *testing.T) {
 		"the cluster of /k/config lacks what the suite needs",
 		"scheduling.k8s.io/v1beta1 (workloads, podgroups) is not served: start kube-apiserver with --runtime-config=scheduling.k8s.io/v1beta1=true and --feature-gates=GenericWorkload=true",
 		"kube-apiserver reports GenericWorkload=false",
-		"nothing validates scheduling intent",
 		"was-harness conformance --check-only --kubeconfig=/k/config",
 	} {
 		if !strings.Contains(err.Error(), s) {
@@ -104,5 +110,146 @@ func TestCheckPrerequisitesSaysWhatIsMissing(t *testing.T) {
 	}
 	if strings.Contains(strings.Join(env.Evidence, " "), "canary") {
 		t.Errorf("the canary ran although essentials were missing: %v", env.Evidence)
+	}
+}
+
+// fakeAPIServer answers the check's read-only requests for a cluster that
+// serves the Workload API with GenericWorkload on, has no
+// ValidatingWebhookConfiguration at all and validates intent with a bound
+// ValidatingAdmissionPolicy instead (whatever body policies is).
+func fakeAPIServer(t *testing.T, policies string) *httptest.Server {
+	mux := http.NewServeMux()
+	reply := func(path, body string) {
+		mux.HandleFunc(path, func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(body))
+		})
+	}
+	reply("/version", `{"gitVersion":"v1.37.2"}`)
+	reply("/metrics", "# TYPE kubernetes_feature_enabled gauge\nkubernetes_feature_enabled{name=\"GenericWorkload\",stage=\"BETA\"} 1\n")
+	reply("/apis/scheduling.k8s.io/v1beta1", `{"kind":"APIResourceList","groupVersion":"scheduling.k8s.io/v1beta1","resources":[{"name":"workloads","namespaced":true,"kind":"Workload","verbs":["get"]},{"name":"podgroups","namespaced":true,"kind":"PodGroup","verbs":["get"]}]}`)
+	reply("/openapi/v3", `{"paths":{"apis/apps/v1":{"serverRelativeURL":"/openapi/v3/apis/apps/v1"}}}`)
+	reply("/openapi/v3/apis/apps/v1", `{"components":{"schemas":{"io.k8s.api.apps.v1.DeploymentSpec":{"properties":{"replicas":{}}},"io.k8s.api.apps.v1.StatefulSetSpec":{"properties":{"replicas":{}}}}}}`)
+	reply("/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations", `{"kind":"ValidatingWebhookConfigurationList","apiVersion":"admissionregistration.k8s.io/v1","items":[]}`)
+	reply("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies", policies)
+	reply("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings", `{"kind":"ValidatingAdmissionPolicyBindingList","apiVersion":"admissionregistration.k8s.io/v1","items":[{"metadata":{"name":"vendor-intent-binding"},"spec":{"policyName":"vendor-intent","validationActions":["Deny"]}}]}`)
+	mux.HandleFunc("/", http.NotFound)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// Validation by a ValidatingAdmissionPolicy, with no webhook on apps/v1, is
+// not refused (it used to be: "nothing validates scheduling intent"); the
+// policy is recorded as the mechanism seen, information only.
+func TestCheckPrerequisitesAcceptsAnyValidationMechanism(t *testing.T) {
+	srv := fakeAPIServer(t, `{"kind":"ValidatingAdmissionPolicyList","apiVersion":"admissionregistration.k8s.io/v1","items":[{"metadata":{"name":"vendor-intent"},"spec":{"matchConstraints":{"resourceRules":[{"apiGroups":["apps"],"apiVersions":["v1"],"operations":["CREATE","UPDATE"],"resources":["deployments","statefulsets"]}]},"validations":[{"expression":"true"}]}}]}`)
+	env := CheckPrerequisites(context.Background(), &rest.Config{Host: srv.URL}, PrereqOptions{})
+	if err := PrerequisiteError(env, "/k/config"); err != nil {
+		t.Errorf("a cluster validating by ValidatingAdmissionPolicy was refused: %v", err)
+	}
+	want := "validation mechanism: ValidatingAdmissionPolicy vendor-intent covers apps/v1 deployments, statefulsets, bound by vendor-intent-binding"
+	if !slices.Contains(env.Evidence, want) {
+		t.Errorf("evidence %q lacks %q", env.Evidence, want)
+	}
+}
+
+func TestPoliciesFor(t *testing.T) {
+	policy := func(name string, ops []admissionregistrationv1.OperationType, resources ...string) admissionregistrationv1.ValidatingAdmissionPolicy {
+		return admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{Operations: ops, Rule: admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: resources}},
+			}}},
+		}}
+	}
+	create := []admissionregistrationv1.OperationType{admissionregistrationv1.Create}
+	got := policiesFor([]admissionregistrationv1.ValidatingAdmissionPolicy{
+		policy("sts", create, "statefulsets"),
+		policy("unbound", []admissionregistrationv1.OperationType{admissionregistrationv1.OperationAll}, "*"),
+		policy("delete-only", []admissionregistrationv1.OperationType{admissionregistrationv1.Delete}, "deployments"),
+		{ObjectMeta: metav1.ObjectMeta{Name: "no-constraints"}},
+	}, []admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		{ObjectMeta: metav1.ObjectMeta{Name: "b1"}, Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "sts"}},
+	}, "deployments", "statefulsets")
+	want := []string{
+		"ValidatingAdmissionPolicy sts covers apps/v1 statefulsets, bound by b1",
+		"ValidatingAdmissionPolicy unbound covers apps/v1 deployments, statefulsets, no binding (not in effect)",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("policiesFor = %q, want %q", got, want)
+	}
+}
+
+// The check's decision from the probes: which KEPs are implemented, and a
+// refusal only when neither is.
+func TestJudgeKEPs(t *testing.T) {
+	ok := func(kep, kind string) kepProbe {
+		return kepProbe{KEP: kep, Kind: kind, Invalid: "an invalid " + kind, Rejected: true, Rejection: "denied", Workload: "w", Manager: "m", Waited: time.Second, Timeout: 15 * time.Second}
+	}
+	absent := func(p kepProbe) kepProbe { p.Workload, p.Manager, p.Rejected = "", "", false; return p }
+	noValidation := func(p kepProbe) kepProbe { p.Rejected = false; return p }
+	refused := func(p kepProbe) kepProbe {
+		p.Workload, p.CreateErr = "", errors.New("admission webhook denied")
+		return p
+	}
+	d, s := ok("KEP-6276", "Deployment"), ok("KEP-6277", "StatefulSet")
+	for _, c := range []struct {
+		name        string
+		probes      []kepProbe
+		implemented []bool
+		essential   bool
+		problems    []string
+	}{
+		{"both", []kepProbe{d, s}, []bool{true, true}, false, nil},
+		{"KEP-6277 alone", []kepProbe{absent(d), s}, []bool{false, true}, false, nil},
+		{"KEP-6276 alone", []kepProbe{d, absent(s)}, []bool{true, false}, false, nil},
+		{"neither", []kepProbe{absent(d), absent(s)}, []bool{false, false}, true, []string{"no implementation of KEP-6276 or KEP-6277 answered (KEP-6276: a valid gang Deployment got no Workload it controls within 15s; KEP-6277: a valid gang StatefulSet got no Workload it controls within 15s)"}},
+		{"canary refused", []kepProbe{refused(d), s}, []bool{false, true}, false, nil},
+		// Implemented without validation: not refused, noted; its admission specs fail.
+		{"no validation", []kepProbe{noValidation(d), s}, []bool{true, true}, false, []string{"KEP-6276 validation missing: a dry-run create of an invalid Deployment was accepted"}},
+	} {
+		t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
+			keps, _, problems := judgeKEPs(c.probes)
+			for i, k := range keps {
+				if k.KEP != c.probes[i].KEP || k.Implemented != c.implemented[i] || k.Reason == "" {
+					t.Errorf("KEP %d = %+v, want %s implemented=%t with a reason", i, k, c.probes[i].KEP, c.implemented[i])
+				}
+			}
+			env := &testplan.Environment{Problems: problems}
+			if got := len(env.Essentials()) > 0; got != c.essential {
+				t.Errorf("refused = %t, want %t (%+v)", got, c.essential, problems)
+			}
+			for _, want := range c.problems {
+				if !slices.ContainsFunc(problems, func(p testplan.Problem) bool { return strings.Contains(p.Message, want) }) {
+					t.Errorf("problems %+v lack %q", problems, want)
+				}
+			}
+		})
+	}
+	keps, _, _ := judgeKEPs([]kepProbe{refused(d)})
+	if want := "creating a valid gang Deployment was refused: admission webhook denied"; keps[0].Reason != want {
+		t.Errorf("reason %q, want %q", keps[0].Reason, want)
+	}
+}
+
+// The central skip: a spec skips only for a KEP label found not implemented.
+func TestNotImplementedReason(t *testing.T) {
+	notImpl := map[string]string{"KEP-6276": "no Workload within 15s"}
+	for _, c := range []struct {
+		labels []string
+		want   string
+	}{
+		{[]string{"D-I1", "KEP-6276"}, testplan.NotImplementedPrefix + "KEP-6276: no Workload within 15s"},
+		{[]string{"D-P5", "S-P7", "KEP-6276", "KEP-6277"}, testplan.NotImplementedPrefix + "KEP-6276: no Workload within 15s"},
+		{[]string{"S-I1", "KEP-6277"}, ""},
+		{[]string{"Harness"}, ""},
+	} {
+		got, skip := notImplementedReason(c.labels, notImpl)
+		if got != c.want || skip != (c.want != "") {
+			t.Errorf("labels %q: %q, %t; want %q", c.labels, got, skip, c.want)
+		}
+	}
+	if _, skip := notImplementedReason([]string{"KEP-6276"}, nil); skip {
+		t.Errorf("skipped with nothing recorded as not implemented")
 	}
 }

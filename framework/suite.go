@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/onsi/ginkgo/v2"
 
 	"github.com/workload-aware/apps-harness/pkg/localcluster"
+	"github.com/workload-aware/apps-harness/testplan"
 )
 
 // suiteState is what Ginkgo process 1 hands every process of a run, parallel
@@ -24,13 +27,46 @@ type suiteState struct {
 	// to read its configuration, logs and audit log. Only process 1 owns its
 	// components; specs that restart them are Serial, so they run there.
 	LocalClusterDir string `json:"localClusterDir,omitempty"`
+	// NotImplemented maps each KEP label ("KEP-6276") the prerequisite
+	// check found not implemented to its reason (vendor mode only).
+	NotImplemented map[string]string `json:"notImplemented,omitempty"`
+}
+
+// notImplemented is this process's copy of suiteState.NotImplemented.
+var notImplemented map[string]string
+
+// Every spec labelled with a KEP the implementation under test does not
+// implement skips before any other setup of it runs, saying why; the report
+// shows its ids NOT-IMPLEMENTED. Specs without a KEP label (the Harness
+// specs: install, packaging) never skip for this. Registered here, at the top
+// level, so that it covers every spec of the suite whichever helpers it uses.
+var _ = ginkgo.BeforeEach(func() {
+	if reason, skip := notImplementedReason(ginkgo.CurrentSpecReport().Labels(), notImplemented); skip {
+		ginkgo.Skip(reason)
+	}
+})
+
+// notImplementedReason is the skip message for a spec with labels, when one
+// of them is a KEP in notImpl: testplan.NotImplementedPrefix, the KEP and
+// the check's reason (a spec of both KEPs names each missing one).
+func notImplementedReason(labels []string, notImpl map[string]string) (string, bool) {
+	var why []string
+	for _, l := range labels {
+		if reason, ok := notImpl[l]; ok && !slices.Contains(why, l+": "+reason) {
+			why = append(why, l+": "+reason)
+		}
+	}
+	if len(why) == 0 {
+		return "", false
+	}
+	return testplan.NotImplementedPrefix + strings.Join(why, "; "), true
 }
 
 // SetupSuite is the first function of the suite's SynchronizedBeforeSuite
 // (process 1 only): it starts or checks the cluster (SetupCluster), measures
 // it (CalibrateTimeouts) and returns the state for ConnectSuite.
 func SetupSuite(ctx context.Context) []byte {
-	st := suiteState{Kubeconfig: string(SetupCluster(ctx))}
+	st := suiteState{Kubeconfig: string(SetupCluster(ctx)), NotImplemented: notImplemented}
 	if LocalCluster != nil {
 		st.LocalClusterDir = LocalCluster.Config().WorkDir
 	}
@@ -70,5 +106,9 @@ func ConnectSuite(data []byte) {
 	}
 	if st.Calibration != nil {
 		TestContext.Timeouts = st.Calibration.Timeouts
+	}
+	notImplemented = st.NotImplemented
+	for kep, reason := range notImplemented {
+		ginkgo.GinkgoWriter.Printf("%s is not implemented by the implementation under test (%s): its specs skip\n", kep, reason)
 	}
 }

@@ -67,6 +67,10 @@ log "step 3/4: running the suites (spec progress below; full log in $ARTIFACTS/e
 log "label filter: ${LABEL_FILTER:-(none: every spec)}"
 # The suite rewrites it (prerequisite check); a stale one would mislead the report.
 rm -f "$ARTIFACTS/environment.json"
+# Nor may a JUnit of an earlier run speak for this one: it is stamped below
+# (source tree, suite start), and the report reads only a JUnit whose stamp
+# belongs to this run (--run-started).
+rm -f "$ARTIFACTS/junit_e2e.xml" "$ARTIFACTS/junit_e2e.stamp.json"
 # Ginkgo's own flags go to the ginkgo CLI, which starts $PROCS copies of the
 # compiled suite and merges their reports; the suite's flags follow "--".
 ginkgo_args=(
@@ -88,15 +92,20 @@ suite_args=(
 [[ -x $GINKGO ]] || { log "ERROR: $GINKGO is missing: run 'make tools' (it builds the ginkgo CLI of go.mod's version)"; exit 2; }
 log "processes: $PROCS (PROCS=); Serial specs run alone after the others"
 rc=0
+suite_started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 "$GINKGO" run "${ginkgo_args[@]}" "$@" "$E2E_BINARY" -- "${suite_args[@]}" 2>&1 | tee "$ARTIFACTS/e2e.log" || rc=$?
+if [[ -f $ARTIFACTS/junit_e2e.xml ]]; then
+  "$OUTPUT_DIR/bin/testplan-report" stamp --junit "$ARTIFACTS/junit_e2e.xml" --source "$source_id" --started "$suite_started" >&2 || { [[ $rc -ne 0 ]] || rc=1; }
+fi
 
 log "step 4/4: test-plan report"
 if [[ -n $UNIT_JSON ]]; then
   unit_args=(--unit-json "$UNIT_JSON")
 else
-  unit_args=(--unit-json-if-fresh "$ARTIFACTS/unit.json" --source "$source_id" --run-started "$RUN_STARTED")
+  unit_args=(--unit-json-if-fresh "$ARTIFACTS/unit.json")
 fi
-"$OUTPUT_DIR/bin/testplan-report" --junit "$ARTIFACTS/junit_e2e.xml" "${unit_args[@]}" --out "$ARTIFACTS/testplan.md" || { [[ $rc -ne 0 ]] || rc=1; }
+"$OUTPUT_DIR/bin/testplan-report" --junit "$ARTIFACTS/junit_e2e.xml" --source "$source_id" --run-started "$RUN_STARTED" \
+  "${unit_args[@]}" --out "$ARTIFACTS/testplan.md" || { [[ $rc -ne 0 ]] || rc=1; }
 
 log "e2e finished in $((SECONDS - t0))s with exit code $rc; artifacts in $ARTIFACTS (junit_e2e.xml, summary_e2e.md, testplan.md, testplan.html, cluster/logs)"
 exit "$rc"

@@ -82,7 +82,7 @@ type Report struct {
 }
 
 // Order of tests within an item's evidence: what decides a bad verdict first.
-var testRank = map[Status]int{StatusFail: 0, StatusSkip: 1, StatusPass: 2}
+var testRank = map[Status]int{StatusFail: 0, StatusNotImplemented: 1, StatusSkip: 1, StatusPass: 2}
 
 // Aggregate computes the status of every plan item from the tests naming
 // its id. Per kind of evidence, any failure is FAIL, all passed is PASS,
@@ -163,8 +163,17 @@ func merge(a, b Status) Status {
 		return StatusFail
 	case a == b:
 		return a
+	case notRun(a) && notRun(b):
+		// Nothing ran, and some specs were not run because their KEP is
+		// not implemented: that, not a plain skip, is the id's state.
+		return StatusNotImplemented
 	}
 	return StatusPartial // a pass and a skip, in some form
+}
+
+// notRun: a status of evidence where no test ran to the end.
+func notRun(s Status) bool {
+	return s == StatusSkip || s == StatusNotImplemented
 }
 
 func verdict(cluster, reference Status, mode Mode) Status {
@@ -172,7 +181,9 @@ func verdict(cluster, reference Status, mode Mode) Status {
 		return merge(cluster, reference)
 	}
 	switch {
-	case cluster == StatusFail, cluster == StatusPass, cluster == StatusPartial:
+	case cluster == StatusFail, cluster == StatusPass, cluster == StatusPartial, cluster == StatusNotImplemented:
+		// NOT-IMPLEMENTED too: the reference's unit tests say nothing of
+		// an implementation that lacks the KEP.
 		return cluster
 	case reference == StatusPass:
 		return StatusReferenceOnly
@@ -181,16 +192,17 @@ func verdict(cluster, reference Status, mode Mode) Status {
 }
 
 // Reasons returns why the item is not PASS: the failure messages of a FAIL,
-// the skip reasons of a PARTIAL or SKIP, and the item's own Reason.
+// the skip (and not-implemented) reasons of a PARTIAL, SKIP or
+// NOT-IMPLEMENTED, and the item's own Reason.
 func (r Result) Reasons() []string {
 	var out []string
-	want := StatusSkip
+	want := notRun
 	if r.Status == StatusFail {
-		want = StatusFail
+		want = func(s Status) bool { return s == StatusFail }
 	}
 	if r.Status != StatusPass {
 		for _, t := range r.Tests() {
-			if t.Status == want && t.Reason != "" {
+			if want(t.Status) && t.Reason != "" {
 				out = appendUnique(out, t.Reason)
 			}
 		}
@@ -227,8 +239,8 @@ func (r *Report) Get(id string) (Result, bool) {
 	return Result{}, false
 }
 
-// SummaryLine returns "PASS n, PARTIAL n, REFERENCE-ONLY n, SKIP n, FAIL n,
-// MISSING n of N": every status counted on its own.
+// SummaryLine returns "PASS n, PARTIAL n, REFERENCE-ONLY n, SKIP n,
+// NOT-IMPLEMENTED n, FAIL n, MISSING n of N": every status counted on its own.
 func (r *Report) SummaryLine() string {
 	return summary(r.Results)
 }

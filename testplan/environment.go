@@ -43,6 +43,11 @@ type Environment struct {
 	Implementation string `json:"implementation,omitempty"`
 	// Evidence lists what showed the implementation is present.
 	Evidence []string `json:"evidence,omitempty"`
+	// KEPs says, per KEP, whether the prerequisite check found it
+	// implemented, and why (vendor mode; empty on the harness's own
+	// cluster, which is not probed). The specs of a KEP not implemented
+	// skip (NotImplementedPrefix) and report NOT-IMPLEMENTED.
+	KEPs []KEPCheck `json:"keps,omitempty"`
 	// Problems lists what is missing; essential ones stop the suite.
 	Problems  []Problem `json:"problems,omitempty"`
 	CheckedAt time.Time `json:"checkedAt"`
@@ -56,6 +61,26 @@ type APICheck struct {
 	Served       bool     `json:"served"`
 	// Required: the suite cannot run without it (else only some specs need it).
 	Required bool `json:"required"`
+}
+
+// KEPCheck is the prerequisite check's verdict on one KEP.
+type KEPCheck struct {
+	// KEP is the KEP's spec label, e.g. "KEP-6276".
+	KEP         string `json:"kep"`
+	Implemented bool   `json:"implemented"`
+	// Reason says what showed it (implemented) or what was missing (not).
+	Reason string `json:"reason"`
+}
+
+// NotImplemented maps each KEP found not implemented to the reason.
+func (e *Environment) NotImplemented() map[string]string {
+	out := map[string]string{}
+	for _, k := range e.KEPs {
+		if !k.Implemented {
+			out[k.KEP] = k.Reason
+		}
+	}
+	return out
 }
 
 // Problem is a missing prerequisite, said plainly with how to fix it.
@@ -190,6 +215,13 @@ func environmentFacts(env *Environment) []envFact {
 	impl := fact("Implementation", orUnknown(env.Implementation))
 	impl.Sub = env.Evidence
 	facts = append(facts, impl)
+	for _, k := range env.KEPs {
+		f := envFact{Label: k.KEP, Parts: []envPart{{Text: "implemented"}, {Text: ": " + k.Reason}}}
+		if !k.Implemented {
+			f.Parts[0] = envPart{Text: "not implemented", Warn: true}
+		}
+		facts = append(facts, f)
+	}
 	for _, p := range env.Problems {
 		f := fact("note", p.Message)
 		if p.Essential {

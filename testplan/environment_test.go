@@ -100,7 +100,7 @@ func TestEnvironmentRoundTripAndReport(t *testing.T) {
 	rep := Aggregate(loadPlan(t), res, Options{Mode: ModeOf(got)})
 	rep.Environment = got
 	md := markdown(t, rep)
-	summary := fmt.Sprintf("PASS 1, PARTIAL 0, REFERENCE-ONLY 0, SKIP 3, FAIL 0, MISSING %d of %d", len(rep.Results)-4, len(rep.Results))
+	summary := fmt.Sprintf("PASS 1, PARTIAL 0, REFERENCE-ONLY 0, SKIP 3, NOT-IMPLEMENTED 0, FAIL 0, MISSING %d of %d", len(rep.Results)-4, len(rep.Results))
 	for _, s := range []string{
 		"# Conformance report: kep-6276, kep-6277\n\n**" + summary + "**\n\nMode: vendor: only specs run against the cluster under test can make an id PASS",
 		"## Environment\n\n- Cluster: existing cluster (vendor mode), https://10.0.0.1:6443\n",

@@ -12,12 +12,13 @@ const (
 
 // StatusMeaning says what each verdict means, for the reports' legends.
 var StatusMeaning = map[Status]string{
-	StatusPass:          "every test carrying the id passed",
-	StatusPartial:       "some tests of the id passed, others skipped (reasons shown)",
-	StatusReferenceOnly: "only the reference implementation's unit tests prove it; nothing checked it against the cluster under test",
-	StatusSkip:          "every test of the id skipped (reasons shown)",
-	StatusFail:          "a test of the id failed",
-	StatusMissing:       "no test carries the id",
+	StatusPass:           "every test carrying the id passed",
+	StatusPartial:        "some tests of the id passed, others skipped (reasons shown)",
+	StatusReferenceOnly:  "only the reference implementation's unit tests prove it; nothing checked it against the cluster under test",
+	StatusSkip:           "every test of the id skipped (reasons shown)",
+	StatusNotImplemented: "the implementation under test does not implement the KEP of the id's specs (the prerequisite check's reason shown); neither a pass nor a failure",
+	StatusFail:           "a test of the id failed",
+	StatusMissing:        "no test carries the id",
 }
 
 // evidenceLine is one test as the report shows it.

@@ -149,9 +149,10 @@ td ul { margin: 0; padding-left: 16px; }
 .st-partial { background: #fff1b8; color: #7d4e00; }
 .st-reference-only { background: #ddf4ff; color: #0a3069; }
 .st-skip { background: #eaeef2; color: #424a53; }
+.st-not-implemented { background: #f6f8fa; color: #57606a; border: 1px dashed #8c959f; }
 .st-fail { background: #ffcecb; color: #a40e26; }
 .st-missing { background: #f5e0ff; color: #6e2ba5; }
-tr.st-pass td, tr.st-partial td, tr.st-reference-only td, tr.st-skip td, tr.st-fail td, tr.st-missing td { color: #1f2328; }
+tr.st-pass td, tr.st-partial td, tr.st-reference-only td, tr.st-skip td, tr.st-not-implemented td, tr.st-fail td, tr.st-missing td { color: #1f2328; }
 </style>
 </head>
 <body>

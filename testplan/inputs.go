@@ -43,13 +43,30 @@ type UnitJSON struct {
 	Run Run
 }
 
-// ReadInputs reads the Ginkgo JUnit file and the go test -json file. A path
-// that is empty or names a file that does not exist is recorded as such and
-// contributes nothing, and so does a unit.json that does not belong to the
+// JUnitInput names the Ginkgo JUnit file and on what terms it is read.
+type JUnitInput struct {
+	Path string
+	// Run, when set, is the run the file must belong to: its stamp
+	// (hack/e2e.sh writes junit_e2e.stamp.json) must name Run's source tree
+	// and a suite start no earlier than Run's (Run.CheckFresh). A JUnit of
+	// another run is ignored, so it cannot make any id PASS. Nil: the file
+	// is read as given (a report run by hand, the Sonobuoy plugin).
+	Run *Run
+}
+
+// ReadInputs reads the Ginkgo JUnit file as given and the go test -json file
+// (see ReadInputsOf).
+func ReadInputs(junitPath string, unit UnitJSON) ([]TestResult, []Input, error) {
+	return ReadInputsOf(JUnitInput{Path: junitPath}, unit)
+}
+
+// ReadInputsOf reads the Ginkgo JUnit file and the go test -json file. A
+// path that is empty or names a file that does not exist is recorded as such
+// and contributes nothing, and so does a file that does not belong to the
 // run (see Run.CheckFresh); a file that exists but cannot be parsed is an
 // error naming the file.
-func ReadInputs(junitPath string, unit UnitJSON) ([]TestResult, []Input, error) {
-	junit, junitIn, err := readInput(SourceJUnit, junitPath, ReadJUnit)
+func ReadInputsOf(junitIn JUnitInput, unit UnitJSON) ([]TestResult, []Input, error) {
+	junit, junitInput, err := readJUnit(junitIn)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -57,7 +74,31 @@ func ReadInputs(junitPath string, unit UnitJSON) ([]TestResult, []Input, error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	return append(junit, units...), []Input{junitIn, unitIn}, nil
+	return append(junit, units...), []Input{junitInput, unitIn}, nil
+}
+
+// readJUnit reads the JUnit file if it belongs to the run (when one is given).
+func readJUnit(j JUnitInput) ([]TestResult, Input, error) {
+	in := Input{Source: SourceJUnit, Path: j.Path, State: InputNotGiven}
+	if j.Path == "" {
+		return nil, in, nil
+	}
+	if _, err := os.Stat(j.Path); errors.Is(err, fs.ErrNotExist) {
+		in.State = InputNotFound
+		return nil, in, nil
+	}
+	note := "read as given: no run to check its stamp against (--run-started)"
+	if j.Run != nil {
+		st, err := j.Run.CheckFresh(j.Path)
+		if err != nil {
+			in.State, in.Note = InputIgnored, err.Error()
+			return nil, in, nil
+		}
+		note = fmt.Sprintf("stamped by hack/e2e.sh of this run (source %s, suite started %s)", st.Source, st.Started.UTC().Format(time.RFC3339))
+	}
+	res, in, err := readInput(SourceJUnit, j.Path, ReadJUnit)
+	in.Note = note
+	return res, in, err
 }
 
 // readUnitJSON reads the go test -json stream if it is given explicitly or

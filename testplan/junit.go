@@ -68,7 +68,10 @@ var leafTypePrefix = regexp.MustCompile(`^\[([A-Za-z]+(?: \([A-Za-z]+\))?)\]\s*`
 //
 // Spec testcases become PASS / FAIL (<failure> or <error>, or a failing status
 // attribute) / SKIP (<skipped>, which Ginkgo also uses for pending specs; the
-// message, minus Ginkgo's "skipped - " prefix, is the reason). Suite-level
+// message, minus Ginkgo's "skipped - " prefix, is the reason) /
+// NOT-IMPLEMENTED (a skip whose reason starts with NotImplementedPrefix; the
+// rest is the reason). In a dry-run report (property DryRun) every spec is a
+// SKIP with DryRunReason: Ginkgo marks them passed without running them. Suite-level
 // nodes ([BeforeSuite], [AfterSuite], ...) are dropped unless they failed; a
 // failed one becomes a SuiteLevel FAIL result carrying the ids of that suite
 // that got no result of their own (specs Ginkgo skipped without a reason,
@@ -132,13 +135,20 @@ type junitSuiteReader struct {
 	selected    types.LabelFilter
 	// unresolved are ids of specs Ginkgo skipped without a reason.
 	unresolved []string
+	// dryRun: Ginkgo only listed the specs (--dry-run), reporting each as
+	// passed although none ran.
+	dryRun bool
 }
+
+// DryRunReason is the skip reason of every spec of a dry-run JUnit report.
+const DryRunReason = "dry run: Ginkgo listed the spec without running it (its DryRun property is true), so it proves nothing"
 
 func newJUnitSuiteReader(s junitSuite) *junitSuiteReader {
 	r := &junitSuiteReader{
 		name:        s.Name,
 		suiteLabels: parseSuiteLabels(propertyValue(s.Properties, "SuiteLabels")),
 		labelFilter: propertyValue(s.Properties, "LabelFilter"),
+		dryRun:      propertyValue(s.Properties, "DryRun") == "true",
 	}
 	if r.name == "" {
 		r.name = s.Package
@@ -155,6 +165,10 @@ func junitSuiteResults(s junitSuite) []TestResult {
 	for _, c := range s.Cases {
 		name, nodeType := splitLeafType(c.Name)
 		status, reason := junitCaseStatus(c)
+		if r.dryRun {
+			// Ginkgo writes status="passed" for every spec of a dry run.
+			status, reason = StatusSkip, DryRunReason
+		}
 		if suiteNodeTypes[nodeType] || name == "" {
 			if status == StatusFail {
 				suiteFailures = append(suiteFailures, r.suiteFailure(nodeType, reason))
@@ -198,7 +212,10 @@ func (r *junitSuiteReader) spec(c junitCase, name string, status Status, reason 
 		ids = appendUnique(ids, IDsIn(l)...)
 	}
 	res := TestResult{Source: SourceJUnit, Suite: r.name, Name: text, Labels: labels, Status: status, Reason: reason, IDs: ids}
-	if status == StatusSkip && skippedWithoutReason(c) {
+	if status == StatusSkip && !r.dryRun && strings.HasPrefix(reason, NotImplementedPrefix) {
+		res.Status, res.Reason = StatusNotImplemented, strings.TrimPrefix(reason, NotImplementedPrefix)
+	}
+	if status == StatusSkip && !r.dryRun && skippedWithoutReason(c) {
 		if r.selected != nil && !r.selected(labels) {
 			res.Reason = filteredOutReason(r.labelFilter, labels)
 		} else {

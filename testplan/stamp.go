@@ -33,10 +33,11 @@ type Stamp struct {
 	SHA256 string `json:"sha256"`
 }
 
-// StampPath is where the stamp of a go test -json file lives:
-// unit.json -> unit.stamp.json.
-func StampPath(unitJSON string) string {
-	return strings.TrimSuffix(unitJSON, ".json") + ".stamp.json"
+// StampPath is where the stamp of a result file lives: unit.json ->
+// unit.stamp.json (make test), junit_e2e.xml -> junit_e2e.stamp.json
+// (hack/e2e.sh).
+func StampPath(file string) string {
+	return strings.TrimSuffix(file, filepath.Ext(file)) + ".stamp.json"
 }
 
 // WriteStamp stamps unitJSON as written from source, by a test run that
@@ -83,7 +84,7 @@ func (run Run) CheckFresh(unitJSON string) (*Stamp, error) {
 	st, err := ReadStamp(unitJSON)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("no stamp %s beside it, so nothing says which source tree or run wrote it (make test writes both)", filepath.Base(StampPath(unitJSON)))
+		return nil, fmt.Errorf("no stamp %s beside it, so nothing says which source tree or run wrote it (make test and hack/e2e.sh write a stamp beside what they write)", filepath.Base(StampPath(unitJSON)))
 	case err != nil:
 		return nil, err
 	case run.Source == "" || st.Source == "" || st.Source != run.Source: // an unknown source matches nothing

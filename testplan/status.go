@@ -6,8 +6,9 @@ import (
 )
 
 // Status is the outcome of a test, or the aggregated outcome of a plan item.
-// Tests are only ever PASS, FAIL or SKIP; the other statuses are verdicts on
-// plan items.
+// Tests are only ever PASS, FAIL, SKIP or NOT-IMPLEMENTED (a spec the suite
+// skipped because the implementation lacks its KEP); the other statuses are
+// verdicts on plan items.
 type Status string
 
 const (
@@ -22,6 +23,11 @@ const (
 	StatusReferenceOnly Status = "REFERENCE-ONLY"
 	// StatusSkip: every test of the id skipped.
 	StatusSkip Status = "SKIP"
+	// StatusNotImplemented: the prerequisite check found that the
+	// implementation under test does not implement the KEP of the id's
+	// specs, so they skipped with NotImplementedPrefix and a reason. Neither
+	// a pass nor a failure: an implementation of one KEP alone is allowed.
+	StatusNotImplemented Status = "NOT-IMPLEMENTED"
 	// StatusFail: a test of the id failed (a spec, in vendor mode).
 	StatusFail Status = "FAIL"
 	// StatusMissing: no test carries the id.
@@ -29,7 +35,12 @@ const (
 )
 
 // Statuses lists every Status in report order.
-var Statuses = []Status{StatusPass, StatusPartial, StatusReferenceOnly, StatusSkip, StatusFail, StatusMissing}
+var Statuses = []Status{StatusPass, StatusPartial, StatusReferenceOnly, StatusSkip, StatusNotImplemented, StatusFail, StatusMissing}
+
+// NotImplementedPrefix starts the skip message of every spec of a KEP the
+// implementation under test does not implement (framework skips them before
+// they run); the JUnit reader turns such a skip into StatusNotImplemented.
+const NotImplementedPrefix = "not implemented by the implementation under test: "
 
 // ParseStatus parses a status name case-insensitively ("fail" -> StatusFail).
 func ParseStatus(s string) (Status, error) {
@@ -81,7 +92,7 @@ type TestResult struct {
 	Name string
 	// Labels are the Ginkgo spec labels (spec labels followed by suite labels).
 	Labels []string
-	// Status is PASS, FAIL or SKIP.
+	// Status is PASS, FAIL, SKIP or NOT-IMPLEMENTED.
 	Status Status
 	// Reason is the skip reason for SKIP and a short failure message for FAIL.
 	Reason string

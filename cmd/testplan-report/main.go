@@ -4,7 +4,7 @@
 //
 //	testplan-report [report] [flags]   the report (see report.go)
 //	testplan-report verify [flags]     every plan id has a spec or a unit test (make verify; verify.go)
-//	testplan-report stamp [flags]      record which source tree and run wrote unit.json (make test; stamp.go)
+//	testplan-report stamp [flags]      record which source tree and run wrote unit.json (make test) or junit_e2e.xml (hack/e2e.sh); stamp.go
 //	testplan-report source-id          print the id of the source tree in the current directory
 //
 // Exit status: 0 on success, 1 when the check failed (an id with a status

@@ -41,6 +41,15 @@ func newArtifacts(t *testing.T, cluster string) artifacts {
 
 func (a artifacts) path(name string) string { return filepath.Join(a.dir, name) }
 
+// stampJUnit stamps junit_e2e.xml as hack/e2e.sh does after the suite.
+func (a artifacts) stampJUnit(source string, started time.Time) artifacts {
+	a.t.Helper()
+	if err := testplan.WriteStamp(a.path("junit_e2e.xml"), source, started); err != nil {
+		a.t.Fatal(err)
+	}
+	return a
+}
+
 func (a artifacts) write(name, content string) string {
 	a.t.Helper()
 	if err := os.WriteFile(a.path(name), []byte(content), 0o644); err != nil {
@@ -71,7 +80,7 @@ func TestReportReadsTheEnvironmentAndFailsOnFAIL(t *testing.T) {
 	}
 	md := a.read("testplan.md")
 	for _, s := range []string{
-		"PASS 2, PARTIAL 1, REFERENCE-ONLY 0, SKIP 0, FAIL 1, MISSING ",
+		"PASS 2, PARTIAL 1, REFERENCE-ONLY 0, SKIP 0, NOT-IMPLEMENTED 0, FAIL 1, MISSING ",
 		"Mode: harness:",
 		"- Kubernetes version: v1.37.2\n", "- Implementation: vendor-controller\n",
 		"| D-U1 | unit | PASS | none | TestBuild/D-U1_ok |",
@@ -123,7 +132,7 @@ func TestStaleOrForeignUnitJSONCannotChangeAVendorsReport(t *testing.T) {
 	runStarted := time.Now().Add(-time.Minute).UTC().Truncate(time.Second)
 	flags := []string{"--source", "abc123", "--run-started", runStarted.Format(time.RFC3339)}
 
-	a := newArtifacts(t, "existing")
+	a := newArtifacts(t, "existing").stampJUnit("abc123", runStarted.Add(time.Second))
 	a.report("--unit-json-if-fresh", a.path("unit.json"), "--source", "abc123", "--run-started", runStarted.Format(time.RFC3339))
 	baseline := rowsWithoutReferenceColumn(a.read("testplan.md"))
 	if len(baseline) < 10 || !strings.Contains(baseline[0], "REFERENCE-ONLY 0") {
@@ -140,7 +149,7 @@ func TestStaleOrForeignUnitJSONCannotChangeAVendorsReport(t *testing.T) {
 		"edited since": func(u string) error { return stampThenEdit(u, "abc123", runStarted.Add(time.Second)) },
 	} {
 		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
-			a := newArtifacts(t, "existing")
+			a := newArtifacts(t, "existing").stampJUnit("abc123", runStarted.Add(time.Second))
 			unit := a.write("unit.json", unitOnePass)
 			if err := stamp(unit); err != nil {
 				t.Fatal(err)
@@ -157,7 +166,7 @@ func TestStaleOrForeignUnitJSONCannotChangeAVendorsReport(t *testing.T) {
 	}
 
 	// A fresh unit.json is evidence about the reference: REFERENCE-ONLY.
-	fresh := newArtifacts(t, "existing")
+	fresh := newArtifacts(t, "existing").stampJUnit("abc123", runStarted.Add(time.Second))
 	unit := fresh.write("unit.json", unitOnePass)
 	if err := testplan.WriteStamp(unit, "abc123", runStarted.Add(time.Second)); err != nil {
 		t.Fatal(err)
@@ -220,5 +229,105 @@ func TestStampCommand(t *testing.T) {
 	}
 	if rc := run([]string{"stamp", "--unit-json", unit}); rc != 2 {
 		t.Errorf("stamp without --started: exit status %d, want 2", rc)
+	}
+}
+
+// idRow returns the report's table row of id ("" when absent).
+func idRow(md, id string) string {
+	for _, line := range strings.Split(md, "\n") {
+		if strings.HasPrefix(line, "| "+id+" | ") {
+			return line
+		}
+	}
+	return ""
+}
+
+// A Ginkgo dry run writes every spec as passed; none of them ran, so the
+// report must give no PASS from it (Ginkgo v2 writes the DryRun property).
+func TestDryRunJUnitGivesNoPASS(t *testing.T) {
+	a := newArtifacts(t, "existing")
+	a.write("junit_e2e.xml", strings.Replace(junitOneFail, `<properties>`,
+		`<properties><property name="DryRun" value="true"></property>`, 1))
+	a.report("--fail-on", "")
+	md := a.read("testplan.md")
+	if !strings.Contains(md, "**PASS 0, ") {
+		t.Errorf("a dry-run JUnit produced a PASS:\n%s", md)
+	}
+	for _, id := range []string{"D-I1", "D-I2"} {
+		if row := idRow(md, id); !strings.Contains(row, "| SKIP |") || !strings.Contains(row, testplan.DryRunReason) {
+			t.Errorf("%s after a dry run: %q, want SKIP with the reason %q", id, row, testplan.DryRunReason)
+		}
+	}
+}
+
+// hack/e2e.sh stamps junit_e2e.xml; with --run-started the report reads it
+// only when the stamp belongs to this run, and otherwise says so loudly and
+// gives no PASS from it.
+func TestStaleOrForeignJUnitGivesNoPASS(t *testing.T) {
+	runStarted := time.Now().Add(-time.Minute).UTC().Truncate(time.Second)
+	flags := []string{"--source", "abc123", "--run-started", runStarted.Format(time.RFC3339), "--fail-on", ""}
+	for name, c := range map[string]struct {
+		stamp func(a artifacts)
+		why   string
+	}{
+		"no stamp":     {func(artifacts) {}, "no stamp junit_e2e.stamp.json beside it"},
+		"other source": {func(a artifacts) { a.stampJUnit("fff999", runStarted.Add(time.Second)) }, "written from source fff999"},
+		"earlier run":  {func(a artifacts) { a.stampJUnit("abc123", runStarted.Add(-time.Hour)) }, "written by an earlier run"},
+		"edited since": {func(a artifacts) {
+			a.stampJUnit("abc123", runStarted.Add(time.Second))
+			a.write("junit_e2e.xml", strings.Replace(junitOneFail, `status="failed"><failure message="no Workload"></failure>`, `status="passed">`, 1))
+		}, "changed after junit_e2e.stamp.json was written"},
+	} {
+		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
+			a := newArtifacts(t, "existing")
+			c.stamp(a)
+			a.report(flags...)
+			md := a.read("testplan.md")
+			if !strings.Contains(md, "**PASS 0, ") || strings.Contains(md, "compiles one Workload") {
+				t.Errorf("a JUnit of another run was read:\n%s", md)
+			}
+			if !strings.Contains(md, c.why) {
+				t.Errorf("the report does not say why the JUnit was ignored (%q):\n%s", c.why, md)
+			}
+		})
+	}
+	// The same file, stamped by this run, is read.
+	a := newArtifacts(t, "existing").stampJUnit("abc123", runStarted.Add(time.Second))
+	a.report(flags...)
+	if md := a.read("testplan.md"); !strings.Contains(idRow(md, "D-I1"), "| PASS |") {
+		t.Errorf("a JUnit stamped by this run was not read:\n%s", md)
+	}
+}
+
+// Specs the framework skipped because the implementation lacks their KEP
+// are NOT-IMPLEMENTED, with the check's reason: counted on their own in the
+// summary line, never PASS, never FAIL, and not failing the run.
+func TestNotImplementedStatus(t *testing.T) {
+	a := newArtifacts(t, "existing")
+	a.write("junit_e2e.xml", `<testsuites><testsuite name="s">
+<testcase name="[It] StatefulSet compiles one Workload [S-I1, KEP-6277]" status="passed"></testcase>
+<testcase name="[It] Deployment compiles one Workload [D-I1, KEP-6276]" status="skipped"><skipped message="skipped - `+testplan.NotImplementedPrefix+`KEP-6276: a gang Deployment got no Workload it controls within 15s"></skipped></testcase>
+<testcase name="[It] Deployment and StatefulSet skew [D-P5, S-P7, KEP-6276, KEP-6277]" status="skipped"><skipped message="skipped - `+testplan.NotImplementedPrefix+`KEP-6276: a gang Deployment got no Workload it controls within 15s"></skipped></testcase>
+<testcase name="[It] Deployment creation order [D-I2, KEP-6276]" status="skipped"><skipped message="skipped - needs a kubelet"></skipped></testcase>
+</testsuite></testsuites>`)
+	if rc := a.report("--fail-on", "FAIL,NOT-IMPLEMENTED"); rc != 1 {
+		t.Errorf("--fail-on NOT-IMPLEMENTED: exit status %d, want 1", rc)
+	}
+	if rc := a.report(); rc != 0 {
+		t.Errorf("exit status %d with NOT-IMPLEMENTED ids, want 0 (they do not fail the run)", rc)
+	}
+	md := a.read("testplan.md")
+	// SKIP also counts the unit-level ids: no unit.json was given.
+	if !strings.Contains(md, "**PASS 1, PARTIAL 0, REFERENCE-ONLY 0, SKIP ") || !strings.Contains(md, ", NOT-IMPLEMENTED 3, FAIL 0, ") {
+		t.Errorf("summary line does not count NOT-IMPLEMENTED on its own:\n%s", md)
+	}
+	for _, id := range []string{"D-I1", "D-P5", "S-P7"} {
+		row := idRow(md, id)
+		if !strings.Contains(row, "| NOT-IMPLEMENTED |") || !strings.Contains(row, "KEP-6276: a gang Deployment got no Workload it controls within 15s") {
+			t.Errorf("%s: %q, want NOT-IMPLEMENTED with the reason", id, row)
+		}
+	}
+	if row := idRow(md, "D-I2"); !strings.Contains(row, "| SKIP |") {
+		t.Errorf("a plain skip became %q", row)
 	}
 }

@@ -21,6 +21,12 @@ import (
 // speak for the cluster under test. The mode comes from environment.json:
 // against a cluster given by kubeconfig (vendor mode) only specs can make an
 // id PASS.
+//
+// The JUnit file is checked the same way whenever --run-started is given:
+// hack/e2e.sh stamps junit_e2e.xml (junit_e2e.stamp.json: source tree, suite
+// start), and a JUnit without that stamp, of another source tree or of an
+// earlier run is ignored, loudly, so it makes no id PASS. A JUnit of a
+// Ginkgo dry run (its DryRun property) makes every spec SKIP ("dry run").
 
 type reportFlags struct {
 	junit, unitJSON, freshUnitJSON, source, runStarted string
@@ -35,7 +41,7 @@ func parseReportFlags(args []string) (*reportFlags, error) {
 	fs.StringVar(&f.unitJSON, "unit-json", "", "`go test -json` output to read as given, whichever run wrote it")
 	fs.StringVar(&f.freshUnitJSON, "unit-json-if-fresh", "", "`go test -json` output to read only if its stamp (make test) says it belongs to this run: --source and --run-started")
 	fs.StringVar(&f.source, "source", "", "source id of this run (testplan-report source-id when the suite was built; default: the current tree's)")
-	fs.StringVar(&f.runStarted, "run-started", "", "when this run started, RFC 3339 or Unix seconds (needed by --unit-json-if-fresh)")
+	fs.StringVar(&f.runStarted, "run-started", "", "when this run started, RFC 3339 or Unix seconds (needed by --unit-json-if-fresh); when given, the JUnit is read only if its stamp (hack/e2e.sh) says it belongs to this run")
 	fs.StringVar(&f.out, "out", "_artifacts/testplan.md", "markdown report to write")
 	fs.StringVar(&f.html, "html", "", "HTML report to write (default: --out with .html; empty when given: none)")
 	fs.StringVar(&f.envPath, "environment", "", "environment record written by the suite (default: environment.json next to --junit; missing file: not recorded)")
@@ -109,24 +115,32 @@ func parseStatuses(list string) ([]testplan.Status, error) {
 	return out, nil
 }
 
-// unitInput turns the flags into what ReadInputs needs.
-func unitInput(f *reportFlags) (testplan.UnitJSON, error) {
-	if f.freshUnitJSON == "" {
-		return testplan.UnitJSON{Path: f.unitJSON, Explicit: f.unitJSON != ""}, nil
-	}
+// thisRun is the run of --source and --run-started; nil without --run-started.
+func thisRun(f *reportFlags) (*testplan.Run, error) {
 	if f.runStarted == "" {
-		return testplan.UnitJSON{}, errors.New("--unit-json-if-fresh needs --run-started")
+		return nil, nil
 	}
 	started, err := parseTime(f.runStarted)
 	if err != nil {
-		return testplan.UnitJSON{}, fmt.Errorf("--run-started: %w", err)
+		return nil, fmt.Errorf("--run-started: %w", err)
 	}
 	source := f.source
 	if source == "" {
-		// Without a source id the file cannot be matched: CheckFresh says so.
+		// Without a source id no file can be matched: CheckFresh says so.
 		source, _ = testplan.SourceID(".")
 	}
-	return testplan.UnitJSON{Path: f.freshUnitJSON, Run: testplan.Run{Source: source, Started: started}}, nil
+	return &testplan.Run{Source: source, Started: started}, nil
+}
+
+// unitInput turns the flags into what ReadInputsOf needs of the unit tests.
+func unitInput(f *reportFlags, run *testplan.Run) (testplan.UnitJSON, error) {
+	if f.freshUnitJSON == "" {
+		return testplan.UnitJSON{Path: f.unitJSON, Explicit: f.unitJSON != ""}, nil
+	}
+	if run == nil {
+		return testplan.UnitJSON{}, errors.New("--unit-json-if-fresh needs --run-started")
+	}
+	return testplan.UnitJSON{Path: f.freshUnitJSON, Run: *run}, nil
 }
 
 func buildReport(f *reportFlags) (*testplan.Report, []testplan.TestResult, error) {
@@ -134,11 +148,15 @@ func buildReport(f *reportFlags) (*testplan.Report, []testplan.TestResult, error
 	if err != nil {
 		return nil, nil, err
 	}
-	unit, err := unitInput(f)
+	run, err := thisRun(f)
 	if err != nil {
 		return nil, nil, err
 	}
-	results, inputs, err := testplan.ReadInputs(f.junit, unit)
+	unit, err := unitInput(f, run)
+	if err != nil {
+		return nil, nil, err
+	}
+	results, inputs, err := testplan.ReadInputsOf(testplan.JUnitInput{Path: f.junit, Run: run}, unit)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -199,6 +217,10 @@ func printSummary(rep *testplan.Report, results []testplan.TestResult, f *report
 		if !in.Used() {
 			fmt.Printf("%s: %s\n", in.Source, inputState(in))
 		}
+		if in.Source == testplan.SourceJUnit && in.State == testplan.InputIgnored {
+			// Loudly: every spec id of the report is now without evidence.
+			fmt.Fprintf(os.Stderr, "testplan-report: WARNING: the JUnit report %s was ignored, so no spec counts: %s\n", in.Path, in.Note)
+		}
 	}
 	fmt.Printf("mode: %s\n", rep.ModeSentence())
 	fmt.Println(rep.SummaryLine())
@@ -224,7 +246,7 @@ func printSummary(rep *testplan.Report, results []testplan.TestResult, f *report
 			specs[r.Status]++
 		}
 	}
-	fmt.Printf("e2e: %d passed, %d failed, %d skipped\n", specs[testplan.StatusPass], specs[testplan.StatusFail], specs[testplan.StatusSkip])
+	fmt.Printf("e2e: %d passed, %d failed, %d skipped, %d not implemented\n", specs[testplan.StatusPass], specs[testplan.StatusFail], specs[testplan.StatusSkip], specs[testplan.StatusNotImplemented])
 }
 
 func inputState(in testplan.Input) string {

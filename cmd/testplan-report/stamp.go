@@ -9,18 +9,23 @@ import (
 	"github.com/workload-aware/apps-harness/testplan"
 )
 
-// stampCmd writes the stamp beside a go test -json file (make test):
-// which source tree the tests were built from and when they started.
+// stampCmd writes the stamp beside a result file: a go test -json file
+// (make test) or a Ginkgo JUnit report (hack/e2e.sh): which source tree the
+// tests were built from and when they started.
 func stampCmd(args []string) int {
 	fs := flag.NewFlagSet("testplan-report stamp", flag.ContinueOnError)
-	unitJSON := fs.String("unit-json", "", "the go test -json file to stamp (required)")
+	unitJSON := fs.String("unit-json", "", "the go test -json file to stamp")
+	junit := fs.String("junit", "", "the Ginkgo JUnit report to stamp (instead of --unit-json)")
 	source := fs.String("source", "", "source id the tests were built from, taken before they ran (default: the current tree's, now)")
 	started := fs.String("started", "", "when the tests started: RFC 3339 or Unix seconds (required)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *unitJSON == "" || *started == "" || fs.NArg() > 0 {
-		return fail("stamp: usage: stamp --unit-json FILE --started TIME [--source ID]")
+	if (*unitJSON == "") == (*junit == "") || *started == "" || fs.NArg() > 0 {
+		return fail("stamp: usage: stamp {--unit-json FILE | --junit FILE} --started TIME [--source ID]")
+	}
+	if *junit != "" {
+		unitJSON = junit
 	}
 	t, err := parseTime(*started)
 	if err != nil {

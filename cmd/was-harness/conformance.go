@@ -9,7 +9,6 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
-	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -20,7 +19,7 @@ import (
 // conformanceCmd runs the suite's prerequisite check against an existing
 // cluster on its own (the suite runs the same check before any spec):
 //
-//	was-harness conformance --check-only --kubeconfig K [--artifacts D] [--canary-timeout 30s] [--no-canary]
+//	was-harness conformance --check-only --kubeconfig K [--artifacts D] [--canary-timeout 2m] [--no-canary]
 //
 // It prints what it saw, writes D/environment.json when --artifacts is
 // given, and fails when something essential is missing. The suite itself
@@ -30,8 +29,8 @@ func conformanceCmd(args []string) error {
 	checkOnly := fs.Bool("check-only", false, "only check the prerequisites (required: the suite runs with make conformance KUBECONFIG=...)")
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the cluster to check (required; $KUBECONFIG is not read, as in make e2e)")
 	artifacts := fs.String("artifacts", "", "directory to write environment.json into (empty: do not write)")
-	canaryTimeout := fs.Duration("canary-timeout", 30*time.Second, "how long the canary gang Deployment may wait for its Workload")
-	noCanary := fs.Bool("no-canary", false, "skip the canary (creates a temporary namespace with a 2-replica Deployment)")
+	canaryTimeout := fs.Duration("canary-timeout", framework.DefaultCanaryTimeout, "how long the canaries (a gang Deployment for KEP-6276, a gang StatefulSet for KEP-6277) may wait for their Workloads")
+	noCanary := fs.Bool("no-canary", false, "skip the canaries (they create a temporary namespace with a 2-replica Deployment and a 2-replica StatefulSet); then no KEP is judged")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
