@@ -42,10 +42,6 @@ const (
 	FalsePositive Verdict = "FAILS A CORRECT IMPLEMENTATION"
 )
 
-// statusNotImplemented is the report's status of an id whose KEP the
-// implementation under test does not implement.
-const statusNotImplemented testplan.Status = "NOT-IMPLEMENTED"
-
 // IDDiff is one id the reference passes and a correct variant does not.
 type IDDiff struct {
 	ID   string
@@ -152,14 +148,14 @@ func judgeCorrect(row Row, scope Scope, base Baseline, baseIDs map[string]testpl
 // notImplemented: the report says the id's KEP is not implemented, by its
 // own status, or by skips whose every reason says so.
 func notImplemented(r testplan.Result) bool {
-	if r.Status == statusNotImplemented {
+	if r.Status == testplan.StatusNotImplemented {
 		return true
 	}
 	if r.Status != testplan.StatusSkip || len(r.Cluster) == 0 {
 		return false
 	}
 	return !slices.ContainsFunc(r.Cluster, func(t testplan.TestResult) bool {
-		return !strings.Contains(strings.ToLower(t.Reason), "not implemented")
+		return !strings.HasPrefix(t.Reason, testplan.NotImplementedPrefix)
 	})
 }
 
