@@ -269,30 +269,6 @@ func (s *IntentSeam) CreateStatefulSet(ctx context.Context, set *appsv1.Stateful
 	return out, runtime.DefaultUnstructuredConverter.FromUnstructured(created.Object, out)
 }
 
-// StatefulSetScheduling reads the stored intent of a StatefulSet (nil: none).
-func (s *IntentSeam) StatefulSetScheduling(ctx context.Context, namespace, name string) (*StatefulSetScheduling, error) {
-	u, err := s.dynamic.Resource(statefulSetsGVR).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return s.statefulSetSchedulingOf(u)
-}
-
-func (s *IntentSeam) statefulSetSchedulingOf(u *unstructured.Unstructured) (*StatefulSetScheduling, error) {
-	if s.StatefulSetMode == IntentAnnotation {
-		return intent.FromAnnotation(u.GetAnnotations(), intent.StatefulSetAnnotation)
-	}
-	raw, found, err := unstructured.NestedFieldNoCopy(u.Object, "spec", "scheduling")
-	if err != nil || !found {
-		return nil, err
-	}
-	data, err := json.Marshal(raw)
-	if err != nil {
-		return nil, err
-	}
-	return intent.Parse(string(data))
-}
-
 // UpdateStatefulSet reads, mutates and writes a StatefulSet and its intent;
 // only write conflicts are retried.
 func (s *IntentSeam) UpdateStatefulSet(ctx context.Context, namespace, name string, mutate func(set *appsv1.StatefulSet, cfg **StatefulSetScheduling)) (*appsv1.StatefulSet, error) {
@@ -307,7 +283,13 @@ func (s *IntentSeam) UpdateStatefulSet(ctx context.Context, namespace, name stri
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, set); err != nil {
 			return err
 		}
-		cfg, err := s.statefulSetSchedulingOf(u)
+		var cfg *StatefulSetScheduling
+		if s.StatefulSetMode == IntentAnnotation {
+			cfg, err = intent.FromAnnotation(u.GetAnnotations(), intent.StatefulSetAnnotation)
+		} else if raw, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "scheduling"); found {
+			data, _ := json.Marshal(raw)
+			cfg, err = intent.Parse(string(data))
+		}
 		if err != nil {
 			return err
 		}

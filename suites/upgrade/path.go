@@ -3,7 +3,6 @@ package upgrade
 import (
 	"context"
 	"fmt"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
@@ -47,10 +46,6 @@ type pathSubject struct {
 	// create makes an app of small pods, with gang intent when gang is set,
 	// and returns the intent seam's error (a downgraded cluster rejects it).
 	create func(ctx context.Context, f *framework.Framework, name string, replicas int32, gang bool) (apps.App, error)
-	// storedIntent reads the intent the server stored for an app; set only
-	// where the KEP allows a downgraded server to clear the intent of a
-	// create instead of rejecting it.
-	storedIntent func(ctx context.Context, f *framework.Framework, name string) (bool, error)
 }
 
 var deploymentSubject = pathSubject{
@@ -75,14 +70,6 @@ var statefulSetSubject = pathSubject{
 		_, err := tryCreateStatefulSet(ctx, f, name, replicas, true, cfg)
 		return apps.App{Kind: "StatefulSet", Name: name}, err
 	},
-	// KEP-6277 contradicts itself: its API carries
-	// "+k8s:ifDisabled(WorkloadWithStatefulSet)=+k8s:forbidden" (reject), and
-	// its PRR says "kube-apiserver: Clears spec.scheduling on new creates;
-	// preserves the stored value on existing objects". Both readings pass.
-	storedIntent: func(ctx context.Context, f *framework.Framework, name string) (bool, error) {
-		cfg, err := framework.Intent.StatefulSetScheduling(ctx, f.Namespace, name)
-		return cfg != nil, err
-	},
 }
 
 // walkPath is the whole scripted path, asserting at every step what the KEPs
@@ -97,8 +84,9 @@ func walkPath(ctx context.Context, f *framework.Framework, s pathSubject) {
 	}
 	rollGate(ctx, s.gate, false, true)
 
-	ginkgo.By("downgraded: spec.scheduling is rejected (or, where the KEP allows it, cleared); an app without it runs")
-	expectDowngradedCreate(ctx, f, s)
+	ginkgo.By("downgraded: spec.scheduling is rejected; an app without it runs")
+	_, err := s.create(ctx, f, "too-early", 1, true)
+	gomega.Expect(err).To(gomega.HaveOccurred(), "spec.scheduling was admitted with %s off", s.gate)
 	plain := mustCreate("plain", 2, false)
 	plainBefore := apps.WaitForUngrouped(ctx, f, plain, 2)
 
@@ -142,22 +130,3 @@ var _ = ginkgo.Describe("Upgrade, downgrade and upgrade again", framework.Serial
 			walkPath(ctx, f, statefulSetSubject)
 		})
 })
-
-// expectDowngradedCreate asserts what a downgraded server does with a new
-// app that carries intent: rejects it, Forbidden at spec.scheduling (the
-// KEPs' +k8s:forbidden marker), or, where s allows that reading, stores it
-// without the intent. The report records which reading the implementation
-// took (report entry "reading").
-func expectDowngradedCreate(ctx context.Context, f *framework.Framework, s pathSubject) {
-	ginkgo.GinkgoHelper()
-	_, err := s.create(ctx, f, "too-early", 1, true)
-	if err == nil && s.storedIntent != nil {
-		stored, err := s.storedIntent(ctx, f, "too-early")
-		gomega.Expect(err).NotTo(gomega.HaveOccurred())
-		gomega.Expect(stored).To(gomega.BeFalse(), "spec.scheduling was admitted and stored with %s off: neither rejected nor cleared", s.gate)
-		ginkgo.AddReportEntry("reading", "clears spec.scheduling on create while "+string(s.gate)+" is off")
-		return
-	}
-	framework.ExpectRejection(err, framework.Rejection{Paths: framework.AcceptedPaths("spec.scheduling"), Types: []field.ErrorType{field.ErrorTypeForbidden}})
-	ginkgo.AddReportEntry("reading", "rejects spec.scheduling on create while "+string(s.gate)+" is off")
-}
