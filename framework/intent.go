@@ -309,3 +309,21 @@ func (s *IntentSeam) UpdateStatefulSet(ctx context.Context, namespace, name stri
 	})
 	return out, err
 }
+
+// DeploymentAnnotation is the annotation that carries a Deployment's intent
+// when the seam writes intent as an annotation, and "" in native mode: the
+// field a rejection of that intent may name (see Rejection.Annotation).
+func (s *IntentSeam) DeploymentAnnotation() string {
+	if s.Mode == IntentAnnotation {
+		return intent.DeploymentAnnotation
+	}
+	return ""
+}
+
+// StatefulSetAnnotation is DeploymentAnnotation for StatefulSets.
+func (s *IntentSeam) StatefulSetAnnotation() string {
+	if s.StatefulSetMode == IntentAnnotation {
+		return intent.StatefulSetAnnotation
+	}
+	return ""
+}
