@@ -327,3 +327,24 @@ func (s *IntentSeam) StatefulSetAnnotation() string {
 	}
 	return ""
 }
+
+// StatefulSetScheduling reads the stored intent of a StatefulSet (nil: none),
+// in the seam's mode: spec.scheduling, or the intent annotation.
+func (s *IntentSeam) StatefulSetScheduling(ctx context.Context, namespace, name string) (*StatefulSetScheduling, error) {
+	u, err := s.dynamic.Resource(statefulSetsGVR).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if s.StatefulSetMode == IntentAnnotation {
+		return intent.FromAnnotation(u.GetAnnotations(), intent.StatefulSetAnnotation)
+	}
+	raw, found, err := unstructured.NestedFieldNoCopy(u.Object, "spec", "scheduling")
+	if err != nil || !found {
+		return nil, err
+	}
+	data, err := json.Marshal(raw)
+	if err != nil {
+		return nil, err
+	}
+	return intent.Parse(string(data))
+}

@@ -160,3 +160,49 @@ func parseFieldErrors(msg string) []Reported {
 	}
 	return out
 }
+
+// The two readings of KEP-6277 for a create that sets spec.scheduling while
+// the gate is off on the apiserver side. Its API section marks the field
+// +k8s:ifDisabled(WorkloadWithStatefulSet)=+k8s:forbidden (rejected), while
+// its PRR says "kube-apiserver: Clears spec.scheduling on new creates;
+// preserves the stored value on existing objects (standard alpha
+// field-gating)". KEP-6276 has no such contradiction: its marker and its PRR
+// both say rejected.
+const (
+	ReadingRejects = "rejects on create"
+	ReadingClears  = "clears on create"
+)
+
+// GateOffCreate is a create that set intent while the gate was off on the
+// apiserver side.
+type GateOffCreate struct {
+	// Err is the server's answer.
+	Err error
+	// Annotation is the intent annotation in annotation mode, else "".
+	Annotation string
+	// ClearsAllowed is set where the KEP allows the "clears" reading.
+	ClearsAllowed bool
+	// Stored reads whether the created object still carries intent.
+	Stored func() (bool, error)
+}
+
+// ExpectGateOff judges c by the readings the KEP allows: (a) rejected,
+// Forbidden at spec.scheduling (or the intent annotation); (b) where allowed,
+// accepted with the intent cleared from the stored object. It records the
+// reading as the report entry "reading" and returns it; the caller asserts
+// that nothing was created for an accepted object.
+func ExpectGateOff(c GateOffCreate) string {
+	ginkgo.GinkgoHelper()
+	reading := ReadingRejects
+	if c.Err == nil && c.ClearsAllowed {
+		reading = ReadingClears
+		hasIntent, err := c.Stored()
+		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "reading the stored object")
+		gomega.Expect(hasIntent).To(gomega.BeFalse(),
+			"with the gate off the apiserver neither rejected spec.scheduling nor cleared it on create (KEP-6277 PRR: \"Clears spec.scheduling on new creates\")")
+	} else {
+		ExpectRejected(c.Err, Rejection{Paths: []string{"spec.scheduling"}, Types: []field.ErrorType{field.ErrorTypeForbidden}, Annotation: c.Annotation})
+	}
+	ginkgo.AddReportEntry("reading", reading)
+	return reading
+}
