@@ -309,3 +309,42 @@ func (s *IntentSeam) UpdateStatefulSet(ctx context.Context, namespace, name stri
 	})
 	return out, err
 }
+
+// DeploymentAnnotation is the annotation that carries a Deployment's intent
+// when the seam writes intent as an annotation, and "" in native mode: the
+// field a rejection of that intent may name (see Rejection.Annotation).
+func (s *IntentSeam) DeploymentAnnotation() string {
+	if s.Mode == IntentAnnotation {
+		return intent.DeploymentAnnotation
+	}
+	return ""
+}
+
+// StatefulSetAnnotation is DeploymentAnnotation for StatefulSets.
+func (s *IntentSeam) StatefulSetAnnotation() string {
+	if s.StatefulSetMode == IntentAnnotation {
+		return intent.StatefulSetAnnotation
+	}
+	return ""
+}
+
+// StatefulSetScheduling reads the stored intent of a StatefulSet (nil: none),
+// in the seam's mode: spec.scheduling, or the intent annotation.
+func (s *IntentSeam) StatefulSetScheduling(ctx context.Context, namespace, name string) (*StatefulSetScheduling, error) {
+	u, err := s.dynamic.Resource(statefulSetsGVR).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if s.StatefulSetMode == IntentAnnotation {
+		return intent.FromAnnotation(u.GetAnnotations(), intent.StatefulSetAnnotation)
+	}
+	raw, found, err := unstructured.NestedFieldNoCopy(u.Object, "spec", "scheduling")
+	if err != nil || !found {
+		return nil, err
+	}
+	data, err := json.Marshal(raw)
+	if err != nil {
+		return nil, err
+	}
+	return intent.Parse(string(data))
+}

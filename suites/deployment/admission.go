@@ -15,6 +15,10 @@ import (
 	"github.com/workload-aware/apps-harness/framework/builder"
 )
 
+// minCountPaths are the fields a rejection of minCount > replicas may name:
+// the rule compares the two, and the KEP names neither as the culprit.
+var minCountPaths = []string{"spec.scheduling.schedulingPolicy.gang.minCount", "spec.replicas"}
+
 var _ = ginkgo.Describe("Deployment spec.scheduling admission", framework.KEP(6276),
 	framework.WithFeatureGate(framework.GenericWorkload, framework.WorkloadWithDeployment), func() {
 		f := framework.New("deploy-admission")
@@ -22,8 +26,9 @@ var _ = ginkgo.Describe("Deployment spec.scheduling admission", framework.KEP(62
 		ginkgo.It("rejects spec.scheduling when the pod template already sets schedulingGroup", framework.ID("D-V1"), func(ctx context.Context) {
 			d := recreate(f, "byo", 2, "100m").SchedulingGroup("my-own-group").Obj()
 			_, err := framework.Intent.CreateDeployment(ctx, d, gang(nil))
-			expectRejected(err, "spec.scheduling")
-			gomega.Expect(err.Error()).To(gomega.ContainSubstring("schedulingGroup"))
+			// KEP-6276: "If the pod template already sets spec.schedulingGroup,
+			// setting spec.scheduling is rejected at admission." Either field may be named.
+			expectRejected(err, rejected, "spec.scheduling", "spec.template.spec.schedulingGroup")
 
 			ginkgo.By("the same Deployment without spec.scheduling is accepted")
 			create(ctx, d, nil)
@@ -32,12 +37,17 @@ var _ = ginkgo.Describe("Deployment spec.scheduling admission", framework.KEP(62
 		ginkgo.It("rejects RollingUpdate with gang and minCount above replicas", framework.ID("D-E2"), func(ctx context.Context) {
 			rolling := builder.Deployment("rolling", f.Namespace).Replicas(2).Obj() // the default strategy is RollingUpdate
 			_, err := framework.Intent.CreateDeployment(ctx, rolling, gang(nil))
-			expectRejected(err, "spec.scheduling.schedulingPolicy.gang")
-			gomega.Expect(err.Error()).To(gomega.ContainSubstring("Recreate"))
+			// KEP-6276: "RollingUpdate with gang is rejected. Gang scheduling
+			// requires Recreate strategy for Alpha." It names no field: the
+			// rejection may name the intent or the strategy.
+			expectRejected(err, notRecreate, "spec.scheduling", "spec.strategy")
 
 			tooHigh := recreate(f, "too-high", 2, "100m").Obj()
 			_, err = framework.Intent.CreateDeployment(ctx, tooHigh, gang(ptr.To[int32](3)))
-			expectRejected(err, "spec.scheduling.schedulingPolicy.gang.minCount")
+			// KEP-6276: "gang.minCount must not exceed replicas. If the user sets
+			// minCount and it exceeds the current replica count, the request is
+			// rejected." Either side of the comparison may be named.
+			expectRejected(err, rejected, minCountPaths...)
 
 			ginkgo.By("basic scheduling with RollingUpdate stays allowed")
 			create(ctx, builder.Deployment("rolling-basic", f.Namespace).Replicas(2).Obj(), &framework.DeploymentScheduling{})
@@ -54,29 +64,29 @@ var _ = ginkgo.Describe("Deployment spec.scheduling admission", framework.KEP(62
 			ginkgo.By("adding a topology constraint")
 			expectRejected(update(func(c *framework.DeploymentScheduling) *framework.DeploymentScheduling {
 				return withTopology(c, "topology.kubernetes.io/zone")
-			}), "spec.scheduling.schedulingConstraints")
+			}), rejected, "spec.scheduling.schedulingConstraints")
 			ginkgo.By("changing the disruption mode")
 			expectRejected(update(func(c *framework.DeploymentScheduling) *framework.DeploymentScheduling {
 				c.DisruptionMode = &schedulingv1alpha3.WorkloadPodGroupDisruptionMode{All: &schedulingv1alpha3.WorkloadPodGroupAllDisruptionMode{}}
 				return c
-			}), "spec.scheduling.disruptionMode")
+			}), rejected, "spec.scheduling.disruptionMode")
 			ginkgo.By("switching gang to basic")
 			expectRejected(update(func(c *framework.DeploymentScheduling) *framework.DeploymentScheduling {
 				c.SchedulingPolicy = &schedulingv1alpha3.WorkloadPodGroupSchedulingPolicy{Basic: &schedulingv1alpha3.WorkloadPodGroupBasicSchedulingPolicy{}}
 				return c
-			}), "spec.scheduling.schedulingPolicy")
+			}), rejected, "spec.scheduling.schedulingPolicy")
 			ginkgo.By("adding a resource claim")
 			expectRejected(update(func(c *framework.DeploymentScheduling) *framework.DeploymentScheduling {
 				c.ResourceClaims = []schedulingv1alpha3.WorkloadPodGroupResourceClaim{{Name: "gpu", ResourceClaimTemplateName: ptr.To("gpu")}}
 				return c
-			}), "spec.scheduling.resourceClaims")
+			}), rejected, "spec.scheduling.resourceClaims")
 			ginkgo.By("removing spec.scheduling")
-			expectRejected(update(func(*framework.DeploymentScheduling) *framework.DeploymentScheduling { return nil }), "spec.scheduling")
+			expectRejected(update(func(*framework.DeploymentScheduling) *framework.DeploymentScheduling { return nil }), rejected, "spec.scheduling")
 			ginkgo.By("raising minCount above replicas")
 			expectRejected(update(func(c *framework.DeploymentScheduling) *framework.DeploymentScheduling {
 				c.SchedulingPolicy.Gang.MinCount = ptr.To[int32](4)
 				return c
-			}), "spec.scheduling.schedulingPolicy.gang.minCount")
+			}), rejected, minCountPaths...)
 
 			ginkgo.By("changing minCount within replicas is accepted")
 			gomega.Expect(update(func(c *framework.DeploymentScheduling) *framework.DeploymentScheduling {
@@ -91,14 +101,15 @@ var _ = ginkgo.Describe("Deployment spec.scheduling admission", framework.KEP(62
 
 		ginkgo.It("rejects scaling, through spec.replicas and /scale, below an explicit gang.minCount", framework.ID("D-V3"), func(ctx context.Context) {
 			d := create(ctx, recreate(f, "floor", 3, "100m").Obj(), gang(ptr.To[int32](3)))
-			expectRejected(scale(ctx, f, d, 2), "spec.replicas")
+			// KEP-6276: "validation rejects replicas < minCount".
+			expectRejected(scale(ctx, f, d, 2), rejected, minCountPaths...)
 
 			s, err := f.ClientSet.AppsV1().Deployments(f.Namespace).GetScale(ctx, d.Name, metav1.GetOptions{})
 			gomega.Expect(err).NotTo(gomega.HaveOccurred())
 			s.Spec.Replicas = 1
 			s.ResourceVersion = "" // unconditional: the Deployment controller updates status meanwhile
 			_, err = f.ClientSet.AppsV1().Deployments(f.Namespace).UpdateScale(ctx, d.Name, s, metav1.UpdateOptions{})
-			expectRejected(err, "spec.replicas")
+			expectRejected(err, rejected, minCountPaths...)
 
 			ginkgo.By("scaling up, and through /scale at or above the floor, is accepted")
 			gomega.Expect(scale(ctx, f, d, 4)).To(gomega.Succeed())

@@ -8,6 +8,9 @@ import (
 	"github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	"github.com/workload-aware/apps-harness/framework"
@@ -44,7 +47,7 @@ var _ = ginkgo.Describe("Deployment spec.scheduling update transitions", framewo
 				before, err := framework.Intent.DeploymentScheduling(ctx, f.Namespace, d.Name)
 				gomega.Expect(err).NotTo(gomega.HaveOccurred())
 
-				expectRejected(updateIntent(ctx, d, change), field)
+				expectRejected(updateIntent(ctx, d, change), rejected, field)
 
 				after, err := framework.Intent.DeploymentScheduling(ctx, f.Namespace, d.Name)
 				gomega.Expect(err).NotTo(gomega.HaveOccurred())
@@ -139,25 +142,80 @@ var _ = ginkgo.Describe("Deployment spec.scheduling update transitions", framewo
 			ginkgo.Entry("setting minCount 2 where it was derived from replicas (3)", nil, ptr.To[int32](2), int32(3), int32(2)),
 		)
 
+		// The create-time rules hold on update too: KEP-6276, "gang.minCount
+		// must not exceed replicas. If the user sets minCount and it exceeds
+		// the current replica count, the request is rejected" and "RollingUpdate
+		// with gang is rejected". An update that breaks either is rejected, and
+		// nothing of it is stored.
+		ginkgo.DescribeTable("rejects an update of a gang Deployment that breaks a create-time rule, and stores nothing", framework.ID("D-U4"),
+			func(ctx context.Context, created *framework.DeploymentScheduling, mutate func(d *appsv1.Deployment, cfg **framework.DeploymentScheduling), types []field.ErrorType, paths []string) {
+				d := create(ctx, recreate(f, "gang", 3, "100m").Obj(), created)
+				before, err := framework.Intent.DeploymentScheduling(ctx, f.Namespace, d.Name)
+				gomega.Expect(err).NotTo(gomega.HaveOccurred())
+
+				_, err = framework.Intent.UpdateDeployment(ctx, f.Namespace, d.Name, mutate)
+				expectRejected(err, types, paths...)
+
+				after, err := framework.Intent.DeploymentScheduling(ctx, f.Namespace, d.Name)
+				gomega.Expect(err).NotTo(gomega.HaveOccurred())
+				gomega.Expect(after).To(gomega.Equal(before), "the rejected update changed the stored intent")
+				stored, err := f.ClientSet.AppsV1().Deployments(f.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
+				gomega.Expect(err).NotTo(gomega.HaveOccurred())
+				gomega.Expect(stored.Spec.Strategy.Type).To(gomega.Equal(appsv1.RecreateDeploymentStrategyType), "the rejected update changed the strategy")
+				gomega.Expect(stored.Spec.Replicas).To(gomega.HaveValue(gomega.Equal(int32(3))), "the rejected update changed spec.replicas")
+			},
+			ginkgo.Entry("raising an explicit minCount above replicas", gang(ptr.To[int32](2)),
+				setMinCount(ptr.To[int32](4)), rejected, minCountPaths),
+			ginkgo.Entry("setting minCount above replicas where it was derived", gang(nil),
+				setMinCount(ptr.To[int32](4)), rejected, minCountPaths),
+			ginkgo.Entry("switching the strategy to RollingUpdate", gang(nil),
+				func(d *appsv1.Deployment, _ **framework.DeploymentScheduling) { toRollingUpdate(d) },
+				notRecreate, []string{"spec.scheduling", "spec.strategy"}),
+			ginkgo.Entry("switching the strategy to RollingUpdate, with an explicit minCount", gang(ptr.To[int32](2)),
+				func(d *appsv1.Deployment, _ **framework.DeploymentScheduling) { toRollingUpdate(d) },
+				notRecreate, []string{"spec.scheduling", "spec.strategy"}),
+		)
+
+		ginkgo.It("accepts switching a basic Deployment to RollingUpdate (only gang requires Recreate)", framework.ID("D-U4"), func(ctx context.Context) {
+			d := create(ctx, recreate(f, "basic", 2, "100m").Obj(), basic())
+			_, err := framework.Intent.UpdateDeployment(ctx, f.Namespace, d.Name, func(d *appsv1.Deployment, _ **framework.DeploymentScheduling) { toRollingUpdate(d) })
+			gomega.Expect(err).NotTo(gomega.HaveOccurred(), "RollingUpdate with the basic policy is allowed")
+		})
+
 		ginkgo.DescribeTable("rejects structurally invalid resourceClaims at creation and names the field", framework.ID("D-U4"),
-			func(ctx context.Context, claims []schedulingv1alpha3.WorkloadPodGroupResourceClaim, field string) {
+			func(ctx context.Context, claims []schedulingv1alpha3.WorkloadPodGroupResourceClaim, types []field.ErrorType, path string) {
 				_, err := framework.Intent.CreateDeployment(ctx, recreate(f, "claims", 2, "100m").Obj(), withClaims(gang(nil), claims...))
-				expectRejected(err, field)
+				expectRejected(err, types, path)
 			},
 			ginkgo.Entry("both a template and a named claim", []schedulingv1alpha3.WorkloadPodGroupResourceClaim{
 				{Name: "gpu", ResourceClaimName: ptr.To("shared-gpu"), ResourceClaimTemplateName: ptr.To("gpu")},
-			}, "spec.scheduling.resourceClaims[0]"),
+			}, structural, "spec.scheduling.resourceClaims[0]"),
 			ginkgo.Entry("neither a template nor a named claim", []schedulingv1alpha3.WorkloadPodGroupResourceClaim{
 				{Name: "gpu"},
-			}, "spec.scheduling.resourceClaims[0]"),
+			}, structural, "spec.scheduling.resourceClaims[0]"),
 			ginkgo.Entry("more than 4 claims", []schedulingv1alpha3.WorkloadPodGroupResourceClaim{
 				templateClaim("a", "t"), templateClaim("b", "t"), templateClaim("c", "t"), templateClaim("d", "t"), templateClaim("e", "t"),
-			}, "spec.scheduling.resourceClaims"),
+			}, tooMany, "spec.scheduling.resourceClaims"),
 			ginkgo.Entry("duplicate claim names", []schedulingv1alpha3.WorkloadPodGroupResourceClaim{
 				templateClaim("gpu", "t"), templateClaim("gpu", "u"),
-			}, "spec.scheduling.resourceClaims[1]"),
+			}, duplicate, "spec.scheduling.resourceClaims[1]"),
 		)
 	})
+
+// setMinCount sets gang.minCount of the stored intent.
+func setMinCount(n *int32) func(*appsv1.Deployment, **framework.DeploymentScheduling) {
+	return func(_ *appsv1.Deployment, cfg **framework.DeploymentScheduling) {
+		(*cfg).SchedulingPolicy.Gang.MinCount = n
+	}
+}
+
+// toRollingUpdate switches d to the RollingUpdate strategy with the
+// defaults' parameters.
+func toRollingUpdate(d *appsv1.Deployment) {
+	quarter := intstr.FromString("25%")
+	d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateDeployment{MaxUnavailable: &quarter, MaxSurge: &quarter}}
+}
 
 // setTo replaces the whole intent with cfg (nil removes it).
 func setTo(cfg *framework.DeploymentScheduling) intentChange {

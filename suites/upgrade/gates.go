@@ -6,6 +6,7 @@ import (
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	"github.com/workload-aware/apps-harness/framework"
@@ -29,10 +30,17 @@ var _ = ginkgo.Describe("WorkloadWithDeployment toggled on a live cluster", fram
 			framework.Reconfigure(ctx, framework.ReconfigureInput{
 				Changes: framework.GateOn(framework.WorkloadWithDeployment, false, framework.ReferenceWebhook)})
 
-			ginkgo.By("a new Deployment with spec.scheduling is rejected, naming the gate")
+			// KEP-6276: "When WorkloadWithDeployment is disabled, requests that
+			// set spec.scheduling are rejected", by the marker
+			// +k8s:ifDisabled(WorkloadWithDeployment)=+k8s:forbidden, which
+			// upstream yields field.Forbidden(spec.scheduling, ""): the path and
+			// the type are the contract, no wording (not the gate's name). Its
+			// PRR says the same ("new requests that set spec.scheduling are
+			// rejected"), so there is no "clears on create" reading here.
+			ginkgo.By("a new Deployment with spec.scheduling is rejected: Forbidden at spec.scheduling")
 			_, err := tryCreateDeployment(ctx, f, "rejected", 2, gangDeployment())
-			gomega.Expect(err).To(gomega.HaveOccurred(), "a Deployment with spec.scheduling was admitted with WorkloadWithDeployment off")
-			gomega.Expect(err.Error()).To(gomega.And(gomega.ContainSubstring("spec.scheduling"), gomega.ContainSubstring(string(framework.WorkloadWithDeployment))))
+			framework.ExpectRejected(err, framework.Rejection{Paths: []string{"spec.scheduling"},
+				Types: []field.ErrorType{field.ErrorTypeForbidden}, Annotation: framework.Intent.DeploymentAnnotation()})
 
 			ginkgo.By("a Deployment without spec.scheduling is unaffected")
 			plain := apps.Deployment(createDeployment(ctx, f, "plain", 2, nil))

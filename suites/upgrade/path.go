@@ -46,6 +46,10 @@ type pathSubject struct {
 	// create makes an app of small pods, with gang intent when gang is set,
 	// and returns the intent seam's error (a downgraded cluster rejects it).
 	create func(ctx context.Context, f *framework.Framework, name string, replicas int32, gang bool) (apps.App, error)
+	// gateOff describes a create with intent while the gate is off on the
+	// apiserver side, for framework.ExpectGateOff: the readings the kind's
+	// KEP allows, and how to read the stored intent back.
+	gateOff func(ctx context.Context, f *framework.Framework, name string, err error) framework.GateOffCreate
 }
 
 var deploymentSubject = pathSubject{
@@ -58,6 +62,10 @@ var deploymentSubject = pathSubject{
 		_, err := tryCreateDeployment(ctx, f, name, replicas, cfg)
 		return apps.App{Kind: "Deployment", Name: name}, err
 	},
+	// KEP-6276 says rejected, in its marker and in its PRR alike.
+	gateOff: func(_ context.Context, _ *framework.Framework, _ string, err error) framework.GateOffCreate {
+		return framework.GateOffCreate{Err: err, Annotation: framework.Intent.DeploymentAnnotation()}
+	},
 }
 
 var statefulSetSubject = pathSubject{
@@ -69,6 +77,15 @@ var statefulSetSubject = pathSubject{
 		}
 		_, err := tryCreateStatefulSet(ctx, f, name, replicas, true, cfg)
 		return apps.App{Kind: "StatefulSet", Name: name}, err
+	},
+	// KEP-6277's marker says rejected, its PRR "Clears spec.scheduling on new
+	// creates": either reading passes (framework.ReadingRejects/ReadingClears).
+	gateOff: func(ctx context.Context, f *framework.Framework, name string, err error) framework.GateOffCreate {
+		return framework.GateOffCreate{Err: err, Annotation: framework.Intent.StatefulSetAnnotation(), ClearsAllowed: true,
+			Stored: func() (bool, error) {
+				cfg, err := framework.Intent.StatefulSetScheduling(ctx, f.Namespace, name)
+				return cfg != nil, err
+			}}
 	},
 }
 
@@ -84,9 +101,16 @@ func walkPath(ctx context.Context, f *framework.Framework, s pathSubject) {
 	}
 	rollGate(ctx, s.gate, false, true)
 
-	ginkgo.By("downgraded: spec.scheduling is rejected; an app without it runs")
-	_, err := s.create(ctx, f, "too-early", 1, true)
-	gomega.Expect(err).To(gomega.HaveOccurred(), "spec.scheduling was admitted with %s off", s.gate)
+	ginkgo.By("downgraded: spec.scheduling is rejected (or, where the KEP allows, cleared); an app without it runs")
+	tooEarly, err := s.create(ctx, f, "too-early", 1, true)
+	cleared := framework.ExpectGateOff(s.gateOff(ctx, f, tooEarly.Name, err)) == framework.ReadingClears
+	var tooEarlyBefore apps.State
+	if cleared {
+		// Admitted without its intent: an ordinary app, for which nothing
+		// is created now or after the upgrade (expectCreations below counts
+		// every Workload and PodGroup creation of the whole path).
+		tooEarlyBefore = apps.WaitForUngrouped(ctx, f, tooEarly, 1)
+	}
 	plain := mustCreate("plain", 2, false)
 	plainBefore := apps.WaitForUngrouped(ctx, f, plain, 2)
 
@@ -114,6 +138,12 @@ func walkPath(ctx context.Context, f *framework.Framework, s pathSubject) {
 	recovered := apps.WaitForGang(ctx, f, gang, 4, 4)
 	apps.ExpectSameObjects(recovered, before)
 	apps.ExpectPodsUndisturbed(apps.Read(ctx, f, plain), plainBefore)
+	if cleared {
+		last := apps.Read(ctx, f, tooEarly)
+		apps.ExpectPodsUndisturbed(last, tooEarlyBefore)
+		gomega.Expect(last.Workloads).To(gomega.BeEmpty(), "a Workload was made for the app whose intent was cleared on create: %s", last)
+		gomega.Expect(last.Ungrouped()).To(gomega.HaveLen(1), "the app whose intent was cleared on create: %s", last)
+	}
 	expectCreations(history, 1, 1)
 }
 
