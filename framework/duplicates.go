@@ -13,6 +13,7 @@ import (
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 )
@@ -33,10 +34,12 @@ import (
 // A terminating object and its replacement may overlap: the KEPs delete and
 // recreate PodGroups (scale to zero and back), which is not a duplicate.
 //
-// Its watches resume from the last resourceVersion seen when they close (a
-// kube-apiserver restart): an informer would relist instead, and a duplicate
-// created and deleted between the two would never be seen. A gap (410 Gone)
-// is a violation: the watcher can no longer say that none existed.
+// Its watches resume from the last resourceVersion seen when they close, and
+// read back from etcd what a restarted kube-apiserver can no longer replay
+// (resumeWatch): an informer would relist instead, and a duplicate created
+// and deleted in between would never be seen. A gap that cannot be read
+// back (etcd compacted) is a violation: the watcher can no longer say that
+// none existed.
 type DuplicateWatcher struct {
 	mu         sync.Mutex
 	violations []string
@@ -74,41 +77,39 @@ func startDuplicateWatcher(ctx context.Context, cs kubernetes.Interface, namespa
 	wls := cs.SchedulingV1beta1().Workloads(namespace)
 	pgs := cs.SchedulingV1beta1().PodGroups(namespace)
 	for _, k := range []struct {
-		kind  string
-		list  func(context.Context) ([]metav1.Object, string, error)
-		watch func(context.Context, metav1.ListOptions) (watch.Interface, error)
-		key   func(metav1.Object) string
+		kind string
+		c    collection
+		key  func(metav1.Object) string
 	}{
-		{"Workload", func(ctx context.Context) ([]metav1.Object, string, error) {
-			l, err := wls.List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return nil, "", err
-			}
-			return objects(l.Items), l.ResourceVersion, nil
-		}, wls.Watch, workloadOwnerKey},
-		{"PodGroup", func(ctx context.Context) ([]metav1.Object, string, error) {
-			l, err := pgs.List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return nil, "", err
-			}
-			return objects(l.Items), l.ResourceVersion, nil
-		}, pgs.Watch, podGroupOwnerKey},
+		{"Workload", collection{what: "Workloads in " + namespace, watch: wls.Watch,
+			list: func(ctx context.Context, opts metav1.ListOptions) ([]runtime.Object, string, error) {
+				l, err := wls.List(ctx, opts)
+				if err != nil {
+					return nil, "", err
+				}
+				return objects(l.Items), l.ResourceVersion, nil
+			}}, workloadOwnerKey},
+		{"PodGroup", collection{what: "PodGroups in " + namespace, watch: pgs.Watch,
+			list: func(ctx context.Context, opts metav1.ListOptions) ([]runtime.Object, string, error) {
+				l, err := pgs.List(ctx, opts)
+				if err != nil {
+					return nil, "", err
+				}
+				return objects(l.Items), l.ResourceVersion, nil
+			}}, podGroupOwnerKey},
 	} {
-		listCtx, done := context.WithTimeout(ctx, timeout)
-		items, rv, err := k.list(listCtx)
-		done()
-		if err != nil {
-			w.stop()
-			return nil, fmt.Errorf("listing %ss in %s: %w", k.kind, namespace, err)
-		}
-		// Only this watch's goroutine touches live after this point: each
-		// event is checked once the set has it, so every intermediate state is.
+		k.c.listTimeout = timeout
+		// Only this watch's goroutine touches live once it runs: each event
+		// is checked once the set has it, so every intermediate state is.
 		live := liveSet{}
-		for _, o := range items {
-			live[o.GetName()] = o
-		}
-		w.check(k.kind, live, k.key)
-		stopped, err := resumeWatch(ctx, rv, k.watch, func(ev watch.Event) {
+		stopped, err := resumeWatch(ctx, k.c, func(items []runtime.Object) {
+			for _, o := range items {
+				if m, err := apimeta.Accessor(o); err == nil {
+					live[m.GetName()] = m
+				}
+			}
+			w.check(k.kind, live, k.key)
+		}, func(ev watch.Event) {
 			m, err := apimeta.Accessor(ev.Object)
 			if err != nil {
 				return
@@ -125,7 +126,7 @@ func startDuplicateWatcher(ctx context.Context, cs kubernetes.Interface, namespa
 		})
 		if err != nil {
 			w.stop()
-			return nil, fmt.Errorf("watching %ss in %s: %w", k.kind, namespace, err)
+			return nil, err
 		}
 		dones = append(dones, stopped)
 	}
@@ -134,9 +135,9 @@ func startDuplicateWatcher(ctx context.Context, cs kubernetes.Interface, namespa
 
 func objects[T any, PT interface {
 	*T
-	metav1.Object
-}](items []T) []metav1.Object {
-	out := make([]metav1.Object, 0, len(items))
+	runtime.Object
+}](items []T) []runtime.Object {
+	out := make([]runtime.Object, 0, len(items))
 	for i := range items {
 		out = append(out, PT(&items[i]))
 	}

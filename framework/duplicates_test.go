@@ -147,24 +147,31 @@ func TestDuplicateWatcherPodGroupsPerWorkloadAndOwner(t *testing.T) {
 }
 
 // A watch that closes between two creations is resumed, so a duplicate
-// created after it is still seen; a resumption the apiserver answers with 410
-// (it no longer has the events in between) is reported, since a duplicate may
-// have come and gone in the gap.
+// created after it is still seen. A resumption the apiserver answers with 410
+// (a restarted kube-apiserver no longer has the events in between) is filled
+// from etcd's history, so a duplicate that came and went meanwhile is still
+// seen; when etcd no longer has them either, the gap is reported.
 func TestDuplicateWatcherResumesAndReportsGaps(t *testing.T) {
 	owner := ownedBy("Deployment", "d", "uid-d")
 	first, second := workload("d-1", owner), workload("d-2", owner)
 	first.ResourceVersion, second.ResourceVersion = "11", "12"
+	first.UID, second.UID = "uid-1", "uid-2"
 	gone := apierrors.NewResourceExpired("too old resource version: 11 (40)")
+	expired := func() (watch.Interface, error) { return nil, gone }
 	for name, tc := range map[string]struct {
 		rewatch func() (watch.Interface, error)
-		want    string
+		// exact answers a list at one revision (nil: etcd compacted).
+		exact map[string][]schedulingv1beta1.Workload
+		want  string
 	}{
-		"closed watch": {func() (watch.Interface, error) {
+		"closed watch": {rewatch: func() (watch.Interface, error) {
 			w := watch.NewFakeWithChanSize(1, false)
 			w.Add(second)
 			return w, nil
-		}, "d-1, d-2"},
-		"410 on resumption": {func() (watch.Interface, error) { return nil, gone }, "not all seen"},
+		}, want: "d-1, d-2"},
+		"410, read back from etcd": {rewatch: expired, want: "d-1, d-2", exact: map[string][]schedulingv1beta1.Workload{
+			"12": {*first, *second}, "13": {*first}}},
+		"410, etcd compacted": {rewatch: expired, want: "not all seen"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			cs := fake.NewClientset()
@@ -176,8 +183,21 @@ func TestDuplicateWatcherResumesAndReportsGaps(t *testing.T) {
 					w.Stop() // the apiserver restarts
 					return true, w, nil
 				}
+				if calls.Load() > 2 { // after the read-back: quiet
+					return true, watch.NewFake(), nil
+				}
 				w, err := tc.rewatch()
 				return true, w, err
+			})
+			cs.PrependReactor("list", "workloads", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				opts := a.(k8stesting.ListActionImpl).GetListOptions()
+				if opts.ResourceVersionMatch != metav1.ResourceVersionMatchExact {
+					return true, &schedulingv1beta1.WorkloadList{ListMeta: metav1.ListMeta{ResourceVersion: map[bool]string{true: "10", false: "13"}[calls.Load() == 0]}}, nil
+				}
+				if tc.exact == nil {
+					return true, nil, apierrors.NewResourceExpired("The resourceVersion for the provided list is too old.")
+				}
+				return true, &schedulingv1beta1.WorkloadList{ListMeta: metav1.ListMeta{ResourceVersion: opts.ResourceVersion}, Items: tc.exact[opts.ResourceVersion]}, nil
 			})
 			w, err := startDuplicateWatcher(context.Background(), cs, "ns", 5*time.Second)
 			if err != nil {

@@ -10,15 +10,12 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 )
 
 // Resources a WriteHistory can watch.
@@ -70,10 +67,11 @@ func (c Change) String() string {
 //
 // A watch that closes (a kube-apiserver restart, which a native
 // implementation's admission change causes; a watch timeout) is resumed from
-// the last resourceVersion recorded (resumeWatch), so no write is lost. When
-// the apiserver can no longer replay from there (410 Gone, "too old resource
-// version"), the history has a gap: every read of it then fails the spec,
-// saying so, instead of judging a history with writes missing.
+// the last resourceVersion recorded, and writes the apiserver can no longer
+// replay are read back from etcd's history (resumeWatch), so no write is
+// lost. When even that is gone (etcd compacted), the history has a gap:
+// every read of it then fails the spec, saying so, instead of judging a
+// history with writes missing.
 type WriteHistory struct {
 	mu      sync.Mutex
 	changes []Change
@@ -110,19 +108,26 @@ func recordWrites(ctx context.Context, dyn dynamic.Interface, namespace string, 
 	}
 	for _, gvr := range resources {
 		client := dyn.Resource(gvr).Namespace(namespace)
-		// Watch from the list's revision: a watch without one would first
-		// replay every existing object as ADDED.
-		list, err := client.List(ctx, metav1.ListOptions{})
-		if err != nil {
-			h.stop()
-			return nil, fmt.Errorf("listing %s in %s: %w", gvr.Resource, namespace, err)
-		}
-		done, err := resumeWatch(ctx, list.GetResourceVersion(), client.Watch,
+		c := collection{what: gvr.Resource + " in " + namespace, watch: client.Watch,
+			list: func(ctx context.Context, opts metav1.ListOptions) ([]runtime.Object, string, error) {
+				l, err := client.List(ctx, opts)
+				if err != nil {
+					return nil, "", err
+				}
+				out := make([]runtime.Object, len(l.Items))
+				for i := range l.Items {
+					out[i] = &l.Items[i]
+				}
+				return out, l.GetResourceVersion(), nil
+			}}
+		// Objects that already exist are not replayed: the watch starts at
+		// the list's revision.
+		done, err := resumeWatch(ctx, c, nil,
 			func(ev watch.Event) { h.record(gvr.Resource, ev) },
 			func(err error) { h.gap(gvr.Resource, namespace, err) })
 		if err != nil {
 			h.stop()
-			return nil, fmt.Errorf("watching %s in %s: %w", gvr.Resource, namespace, err)
+			return nil, err
 		}
 		dones = append(dones, done)
 	}
@@ -166,70 +171,6 @@ func (h *WriteHistory) expectComplete() {
 	if err := h.Err(); err != nil {
 		ginkgo.Fail(err.Error(), 2)
 	}
-}
-
-// resumeWatch delivers every event after resourceVersion rv to onEvent, in
-// order, until ctx ends; done closes once it has stopped. A watch that
-// closes is opened again from the last resourceVersion delivered, by
-// client-go's RetryWatcher (which also retries 5xx answers and transport
-// errors). When the events can no longer be complete, it calls onGap once
-// and stops: a 410 Gone or "too old resource version" (the apiserver no
-// longer has the events after the last one seen: after a restart its watch
-// cache starts at the revision it started at), or any other error the
-// RetryWatcher gives up on (Forbidden, an object without resourceVersion).
-func resumeWatch(ctx context.Context, rv string, open func(context.Context, metav1.ListOptions) (watch.Interface, error),
-	onEvent func(watch.Event), onGap func(error)) (<-chan struct{}, error) {
-	lw := &cache.ListWatch{WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-		w, err := open(ctx, opts)
-		if apierrors.IsGone(err) || apierrors.IsResourceExpired(err) {
-			// The RetryWatcher retries a watch call that fails this way
-			// forever, without a word; as an event it stops and passes it on.
-			return errorWatch(err), nil
-		}
-		return w, err
-	}}
-	rw, err := watchtools.NewRetryWatcherWithContext(ctx, rv, lw)
-	if err != nil {
-		return nil, err
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer rw.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case ev, ok := <-rw.ResultChan():
-				switch {
-				case !ok:
-					if ctx.Err() == nil {
-						onGap(fmt.Errorf("the watch stopped after resourceVersion %s", rv))
-					}
-					return
-				case ev.Type == watch.Error:
-					onGap(fmt.Errorf("after resourceVersion %s: %w", rv, apierrors.FromObject(ev.Object)))
-					return
-				}
-				if m, err := apimeta.Accessor(ev.Object); err == nil {
-					rv = m.GetResourceVersion()
-				}
-				onEvent(ev)
-			}
-		}
-	}()
-	return done, nil
-}
-
-// errorWatch is a watch whose only event is err, as the apiserver sends it.
-func errorWatch(err error) watch.Interface {
-	status := apierrors.NewResourceExpired(err.Error()).ErrStatus
-	if s, ok := err.(apierrors.APIStatus); ok {
-		status = s.Status()
-	}
-	w := watch.NewFakeWithChanSize(1, false)
-	w.Error(&status)
-	return w
 }
 
 // describe extracts what specs compare from any watched object.

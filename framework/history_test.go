@@ -1,13 +1,16 @@
 package framework
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -23,14 +26,30 @@ type scriptedWatches struct {
 	mu      sync.Mutex
 	asked   []string
 	answers []func(rv string) (watch.Interface, error)
+	// latest is the resourceVersion of a plain list (default 10); exact
+	// answers a list at one revision (resourceVersionMatch=Exact).
+	latest string
+	exact  func(rv string) ([]*unstructured.Unstructured, error)
 }
 
 func (s *scriptedWatches) client() *dynamicfake.FakeDynamicClient {
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{WorkloadsResource: "WorkloadList"})
-	dyn.PrependReactor("list", "workloads", func(k8stesting.Action) (bool, runtime.Object, error) {
+	dyn.PrependReactor("list", "workloads", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		opts := a.(k8stesting.ListActionImpl).GetListOptions()
 		l := &unstructured.UnstructuredList{}
-		l.SetResourceVersion("10")
+		if opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact {
+			items, err := s.exact(opts.ResourceVersion)
+			if err != nil {
+				return true, nil, err
+			}
+			for _, u := range items {
+				l.Items = append(l.Items, *u)
+			}
+			l.SetResourceVersion(opts.ResourceVersion)
+			return true, l, nil
+		}
+		l.SetResourceVersion(cmp.Or(s.latest, "10"))
 		return true, l, nil
 	})
 	dyn.PrependWatchReactor("workloads", func(a k8stesting.Action) (bool, watch.Interface, error) {
@@ -111,12 +130,57 @@ func TestWriteHistoryResumesAClosedWatch(t *testing.T) {
 	}
 }
 
-// When the apiserver can no longer replay from the last resourceVersion, the
+// When a restarted apiserver can no longer replay from the last
+// resourceVersion (410), the writes in between are read back from etcd's
+// history, one revision at a time, so even an object created and deleted
+// meanwhile is recorded; then the watch resumes from the latest revision.
+func TestWriteHistoryReadsBackWhatAnExpiredWatchMissed(t *testing.T) {
+	gone := apierrors.NewResourceExpired("too old resource version: 11 (40)")
+	s := &scriptedWatches{latest: "14",
+		answers: []func(string) (watch.Interface, error){
+			sends(true, workloadAt("w-1", "11")),
+			func(string) (watch.Interface, error) { return nil, gone },
+			sends(false, workloadAt("w-3", "15")),
+		},
+		exact: func(rv string) ([]*unstructured.Unstructured, error) {
+			return map[string][]*unstructured.Unstructured{
+				"12": {workloadAt("w-1", "11"), workloadAt("transient", "12")},
+				"13": {workloadAt("w-1", "11")},
+				"14": {workloadAt("w-1", "11"), workloadAt("w-2", "14")},
+			}[rv], nil
+		}}
+	h, err := recordWrites(context.Background(), s.client(), "ns", WorkloadsResource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Stop()
+	waitUntil(t, "five recorded writes", func() bool { return len(h.sorted()) == 5 })
+	var got []string
+	for _, c := range h.sorted() {
+		got = append(got, c.String())
+	}
+	want := []string{"rv 11 added workloads/w-1 minCount=0", "rv 12 added workloads/transient minCount=0",
+		"rv 13 deleted workloads/transient minCount=0 terminating", "rv 14 added workloads/w-2 minCount=0", "rv 15 added workloads/w-3 minCount=0"}
+	if !slices.Equal(got, want) {
+		t.Errorf("recorded\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if asked := s.watchesAsked(); len(asked) < 3 || asked[2] != "14" {
+		t.Errorf("watches asked from %v; want the third from 14, the latest revision read back", asked)
+	}
+	if err := h.Err(); err != nil {
+		t.Errorf("writes read back are no gap: %v", err)
+	}
+}
+
+// When even etcd no longer has the writes in between (compacted), the
 // history says it is incomplete (the spec then fails) rather than passing
-// with writes missing. The apiserver answers either way: the watch call
-// fails, or the watch's first event is the error.
+// with writes missing. The apiserver refuses the watch either way: the watch
+// call fails, or the watch's first event is the error.
 func TestWriteHistoryReportsAGapOn410(t *testing.T) {
 	gone := apierrors.NewResourceExpired("too old resource version: 11 (40)")
+	compacted := func(string) ([]*unstructured.Unstructured, error) {
+		return nil, apierrors.NewResourceExpired("The resourceVersion for the provided list is too old.")
+	}
 	for name, answer := range map[string]func(string) (watch.Interface, error){
 		"watch call fails": func(string) (watch.Interface, error) { return nil, gone },
 		"error event": func(string) (watch.Interface, error) {
@@ -126,14 +190,15 @@ func TestWriteHistoryReportsAGapOn410(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			s := &scriptedWatches{answers: []func(string) (watch.Interface, error){sends(true, workloadAt("w-1", "11")), answer}}
+			s := &scriptedWatches{latest: "14", exact: compacted,
+				answers: []func(string) (watch.Interface, error){sends(true, workloadAt("w-1", "11")), answer}}
 			h, err := recordWrites(context.Background(), s.client(), "ns", WorkloadsResource)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer h.Stop()
 			waitUntil(t, "the gap to be reported", func() bool { return h.Err() != nil })
-			if msg := h.Err().Error(); !strings.Contains(msg, "incomplete") || !strings.Contains(msg, "too old resource version") {
+			if msg := h.Err().Error(); !strings.Contains(msg, "incomplete") || !strings.Contains(msg, "reading revision 12 back failed") {
 				t.Errorf("gap message %q does not say the history is incomplete and why", msg)
 			}
 			if got := h.sorted(); len(got) != 1 || got[0].Name != "w-1" {
