@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/onsi/ginkgo/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/client-go/util/retry"
 )
 
 // collection is one resource in one namespace, as resumeWatch reads it.
@@ -167,8 +169,21 @@ func (r *replayer) replay(ctx context.Context) error {
 	if to-from > maxReplay {
 		return fmt.Errorf("the watch expired, and %d revisions passed since, more than the %d read back", to-from, maxReplay)
 	}
+	start := time.Now()
+	defer func() {
+		ginkgo.GinkgoWriter.Printf("%s: the watch expired at revision %d; read back %d revisions up to %d in %s\n",
+			r.c.what, from, to-from, to, time.Since(start).Round(time.Millisecond))
+	}()
 	for n := from + 1; n <= to; n++ {
-		items, _, err := r.c.list(ctx, metav1.ListOptions{ResourceVersion: strconv.FormatInt(n, 10), ResourceVersionMatch: metav1.ResourceVersionMatchExact})
+		var items []runtime.Object
+		// A kube-apiserver that has just started may refuse a request for a
+		// moment (429 while its cache initialises): only an expired
+		// revision is final.
+		err := retry.OnError(retry.DefaultBackoff, func(err error) bool { return !isExpired(err) && ctx.Err() == nil }, func() error {
+			var err error
+			items, _, err = r.c.list(ctx, metav1.ListOptions{ResourceVersion: strconv.FormatInt(n, 10), ResourceVersionMatch: metav1.ResourceVersionMatchExact})
+			return err
+		})
 		if err != nil {
 			return fmt.Errorf("the watch expired, and reading revision %d back failed (etcd compacted?): %w", n, err)
 		}
