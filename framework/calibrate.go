@@ -56,8 +56,9 @@ const (
 )
 
 // Derive returns the timeouts for samples measured on top of base: Eventually
-// bounds scaled by Slowest/referenceLatency (never shrunk), and the
-// StaysUnbound window at least windowFactor × Slowest.
+// bounds scaled by Slowest/referenceLatency (never shrunk) up to
+// base.MaxBound, and the StaysUnbound window at least base.RetryWindow plus
+// windowFactor × Slowest (Timeouts.Bounded).
 func Derive(base Timeouts, samples []time.Duration) Calibration {
 	c := Calibration{Samples: samples, Scale: 1}
 	if len(samples) > 0 {
@@ -67,8 +68,8 @@ func Derive(base Timeouts, samples []time.Duration) Calibration {
 		c.Scale = r
 	}
 	t := base.Scaled(c.Scale)
-	t.StaysUnbound = max(base.StaysUnbound, windowFactor*c.Slowest)
-	c.Timeouts = t
+	t.StaysUnbound = base.StaysUnbound // the window follows Slowest, below
+	c.Timeouts = t.Bounded(c.Slowest)
 	return c
 }
 

@@ -76,18 +76,42 @@ type Timeouts struct {
 	Cleanup time.Duration
 	// Poll is the interval between checks.
 	Poll time.Duration
+	// RetryWindow is the longest interval between an implementation's
+	// retries that the suite permits (--retry-window): every "nothing
+	// happens" window (StaysUnbound) lasts at least this long plus the time
+	// the cluster takes to act, so an implementation that does a forbidden
+	// thing on a later retry is caught. The KEPs name no figure ("retries
+	// with backoff", "standard exponential backoff"); see DefaultTimeouts.
+	// Not scaled: it is the implementation's, not the cluster's speed.
+	RetryWindow time.Duration
+	// MaxBound caps every Eventually bound (--max-timeout), after
+	// --timeout-scale and calibration, so a slow probe cannot stretch a
+	// wait without limit. Not scaled.
+	MaxBound time.Duration
 }
 
 // DefaultTimeouts are the unscaled defaults.
 func DefaultTimeouts() Timeouts {
 	return Timeouts{
-		ClusterStart:      60 * time.Second,
-		Namespace:         30 * time.Second,
-		PodsBound:         60 * time.Second,
+		ClusterStart: 60 * time.Second,
+		Namespace:    30 * time.Second,
+		// PodsBound bounds every wait for Workloads, PodGroups and pods. 4
+		// min: a slower but correct implementation that waits 30 s before
+		// each Workload and each PodGroup write (60 s before a gang's pods
+		// can be created) and backs off up to 2 min on a retry must fit,
+		// with a minute for the apps controllers and the scheduler.
+		PodsBound:         4 * time.Minute,
 		PodGroupCondition: 60 * time.Second,
 		StaysUnbound:      5 * time.Second,
 		Cleanup:           90 * time.Second,
 		Poll:              200 * time.Millisecond,
+		// 30 s: the longest backoff of our reference's workqueues (a
+		// client-go rate limiter capped at 30 s). Within such a window the
+		// upstream controllers' default limiter (5 ms doubling, to 1000 s)
+		// reaches intervals of about 20 s. A vendor whose controllers back
+		// off longer between retries must raise --retry-window.
+		RetryWindow: 30 * time.Second,
+		MaxBound:    10 * time.Minute,
 	}
 }
 
@@ -100,7 +124,22 @@ func (t Timeouts) Scaled(s float64) Timeouts {
 	return Timeouts{
 		ClusterStart: m(t.ClusterStart), Namespace: m(t.Namespace), PodsBound: m(t.PodsBound),
 		PodGroupCondition: m(t.PodGroupCondition), StaysUnbound: m(t.StaysUnbound), Cleanup: m(t.Cleanup), Poll: t.Poll,
+		RetryWindow: t.RetryWindow, MaxBound: t.MaxBound,
 	}
+}
+
+// Bounded returns t with every Eventually bound at most MaxBound (0: no
+// cap) and the StaysUnbound window at least RetryWindow plus windowFactor ×
+// slowest (the measured create-to-bound time; 0 when not measured): a retry
+// at the end of the longest permitted interval must have had time to act.
+func (t Timeouts) Bounded(slowest time.Duration) Timeouts {
+	if t.MaxBound > 0 {
+		for _, d := range []*time.Duration{&t.ClusterStart, &t.Namespace, &t.PodsBound, &t.PodGroupCondition, &t.Cleanup} {
+			*d = min(*d, t.MaxBound)
+		}
+	}
+	t.StaysUnbound = max(t.StaysUnbound, t.RetryWindow+windowFactor*slowest)
+	return t
 }
 
 // TestContext is the configuration of this test process.
@@ -121,6 +160,17 @@ func RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&TestContext.PodImage, "pod-image", envOr("POD_IMAGE", builder.DefaultImage), "image of the suite's pods; on a cluster whose kubelets run pods it must be present on the nodes or pullable (env POD_IMAGE)")
 	fs.StringVar(&TestContext.PodImagePullPolicy, "pod-image-pull-policy", os.Getenv("POD_IMAGE_PULL_POLICY"), "imagePullPolicy of the suite's pods: Always, IfNotPresent, Never or empty for the API's default (env POD_IMAGE_PULL_POLICY)")
 	fs.Float64Var(&TestContext.TimeoutScale, "timeout-scale", 1, "multiplier for every timeout of the suite")
+	fs.DurationVar(&TestContext.Timeouts.RetryWindow, "retry-window", envDuration("RETRY_WINDOW", TestContext.Timeouts.RetryWindow), "longest interval between the implementation's retries the suite permits: every \"nothing happens\" window lasts at least this plus 4 x the measured create-to-bound time; raise it if your controllers back off longer (env RETRY_WINDOW)")
+	fs.DurationVar(&TestContext.Timeouts.MaxBound, "max-timeout", envDuration("MAX_TIMEOUT", TestContext.Timeouts.MaxBound), "cap of every Eventually bound after --timeout-scale and calibration; 0: no cap (env MAX_TIMEOUT)")
+}
+
+// envDuration is the duration in the environment variable key, or def when
+// it is unset or not a duration.
+func envDuration(key string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(key)); err == nil {
+		return d
+	}
+	return def
 }
 
 // Resolve makes paths absolute and applies the timeout scale; call it once flags are parsed.
@@ -144,7 +194,7 @@ func (c *Config) Resolve() error {
 		builder.DefaultImage = c.PodImage
 	}
 	builder.DefaultImagePullPolicy = corev1.PullPolicy(c.PodImagePullPolicy)
-	c.Timeouts = c.Timeouts.Scaled(c.TimeoutScale)
+	c.Timeouts = c.Timeouts.Scaled(c.TimeoutScale).Bounded(0)
 	c.TimeoutScale = 1
 	return os.MkdirAll(c.Artifacts, 0o755)
 }

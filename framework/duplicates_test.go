@@ -2,14 +2,21 @@ package framework
 
 import (
 	"context"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 )
 
@@ -28,6 +35,25 @@ func podGroup(name, workload string, owners []metav1.OwnerReference) *scheduling
 	}
 }
 
+// newFakeClientset is a fake whose objects carry a resourceVersion, as an
+// apiserver's do: the watchers resume from the last one they saw.
+func newFakeClientset() *fake.Clientset {
+	cs := fake.NewClientset()
+	var rv atomic.Int64
+	rv.Store(100)
+	stamp := func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if o, ok := a.(interface{ GetObject() runtime.Object }); ok {
+			if m, err := apimeta.Accessor(o.GetObject()); err == nil {
+				m.SetResourceVersion(strconv.FormatInt(rv.Add(1), 10))
+			}
+		}
+		return false, nil, nil
+	}
+	cs.PrependReactor("create", "*", stamp)
+	cs.PrependReactor("update", "*", stamp)
+	return cs
+}
+
 // waitFor polls cond for up to 5s: the fake's watch delivers asynchronously.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -43,7 +69,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // checks every event, not the final state.
 func TestDuplicateWatcherReportsATransientDuplicateWorkload(t *testing.T) {
 	ctx := context.Background()
-	cs := fake.NewClientset()
+	cs := newFakeClientset()
 	w, err := startDuplicateWatcher(ctx, cs, "ns", 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +109,7 @@ func TestDuplicateWatcherReportsATransientDuplicateWorkload(t *testing.T) {
 
 func TestDuplicateWatcherPodGroupsPerWorkloadAndOwner(t *testing.T) {
 	ctx := context.Background()
-	cs := fake.NewClientset()
+	cs := newFakeClientset()
 	w, err := startDuplicateWatcher(ctx, cs, "ns", 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -117,5 +143,75 @@ func TestDuplicateWatcherPodGroupsPerWorkloadAndOwner(t *testing.T) {
 	got := w.Violations()
 	if len(got) != 1 || !strings.Contains(got[0], "d-aaa, d-aaa-2") {
 		t.Errorf("Violations = %v; want exactly the two PodGroups of ReplicaSet d-aaa", got)
+	}
+}
+
+// A watch that closes between two creations is resumed, so a duplicate
+// created after it is still seen. A resumption the apiserver answers with 410
+// (a restarted kube-apiserver no longer has the events in between) is filled
+// from etcd's history, so a duplicate that came and went meanwhile is still
+// seen; when etcd no longer has them either, the gap is reported.
+func TestDuplicateWatcherResumesAndReportsGaps(t *testing.T) {
+	owner := ownedBy("Deployment", "d", "uid-d")
+	first, second := workload("d-1", owner), workload("d-2", owner)
+	first.ResourceVersion, second.ResourceVersion = "11", "12"
+	first.UID, second.UID = "uid-1", "uid-2"
+	gone := apierrors.NewResourceExpired("too old resource version: 11 (40)")
+	expired := func() (watch.Interface, error) { return nil, gone }
+	for name, tc := range map[string]struct {
+		rewatch func() (watch.Interface, error)
+		// exact answers a list at one revision (nil: etcd compacted).
+		exact map[string][]schedulingv1beta1.Workload
+		want  string
+	}{
+		"closed watch": {rewatch: func() (watch.Interface, error) {
+			w := watch.NewFakeWithChanSize(1, false)
+			w.Add(second)
+			return w, nil
+		}, want: "d-1, d-2"},
+		"410, read back from etcd": {rewatch: expired, want: "d-1, d-2", exact: map[string][]schedulingv1beta1.Workload{
+			"12": {*first, *second}, "13": {*first}}},
+		"410, etcd compacted": {rewatch: expired, want: "not all seen"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cs := fake.NewClientset()
+			var calls atomic.Int32
+			cs.PrependWatchReactor("workloads", func(k8stesting.Action) (bool, watch.Interface, error) {
+				if calls.Add(1) == 1 {
+					w := watch.NewFakeWithChanSize(1, false)
+					w.Add(first)
+					w.Stop() // the apiserver restarts
+					return true, w, nil
+				}
+				if calls.Load() > 2 { // after the read-back: quiet
+					return true, watch.NewFake(), nil
+				}
+				w, err := tc.rewatch()
+				return true, w, err
+			})
+			cs.PrependReactor("list", "workloads", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				opts := a.(k8stesting.ListActionImpl).GetListOptions()
+				if opts.ResourceVersionMatch != metav1.ResourceVersionMatchExact {
+					return true, &schedulingv1beta1.WorkloadList{ListMeta: metav1.ListMeta{ResourceVersion: map[bool]string{true: "10", false: "13"}[calls.Load() == 0]}}, nil
+				}
+				if tc.exact == nil {
+					return true, nil, apierrors.NewResourceExpired("The resourceVersion for the provided list is too old.")
+				}
+				return true, &schedulingv1beta1.WorkloadList{ListMeta: metav1.ListMeta{ResourceVersion: opts.ResourceVersion}, Items: tc.exact[opts.ResourceVersion]}, nil
+			})
+			w, err := startDuplicateWatcher(context.Background(), cs, "ns", 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Stop()
+			select {
+			case v := <-w.Detected():
+				if !strings.Contains(v, tc.want) {
+					t.Errorf("violation %q; want one with %q", v, tc.want)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("nothing reported; want a violation with %q", tc.want)
+			}
+		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
@@ -63,58 +64,113 @@ func (c Change) String() string {
 // revisions order writes across resources; that is a property of every
 // etcd3-backed apiserver, and the recorder fails loudly if a version is not a
 // number.
+//
+// A watch that closes (a kube-apiserver restart, which a native
+// implementation's admission change causes; a watch timeout) is resumed from
+// the last resourceVersion recorded, and writes the apiserver can no longer
+// replay are read back from etcd's history (resumeWatch), so no write is
+// lost. When even that is gone (etcd compacted), the history has a gap:
+// every read of it then fails the spec, saying so, instead of judging a
+// history with writes missing.
 type WriteHistory struct {
 	mu      sync.Mutex
 	changes []Change
+	gaps    []string
 	stop    func()
 }
 
 // RecordWrites starts watching the resources in namespace from now (objects
-// that already exist are not replayed); it stops at Stop or at spec end.
+// that already exist are not replayed); it stops at Stop or at spec end, and
+// fails the spec then if the history had a gap.
 func RecordWrites(ctx context.Context, namespace string, resources ...schema.GroupVersionResource) *WriteHistory {
+	ginkgo.GinkgoHelper()
 	dyn, err := dynamic.NewForConfig(RESTConfig())
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	ctx, cancel := context.WithCancel(ctx)
-	h := &WriteHistory{}
-	var wg sync.WaitGroup
-	for _, gvr := range resources {
-		// Watch from the list's revision: a watch without one would first
-		// replay every existing object as ADDED.
-		list, err := dyn.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{})
-		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "listing %s in %s", gvr.Resource, namespace)
-		w, err := dyn.Resource(gvr).Namespace(namespace).Watch(ctx, metav1.ListOptions{ResourceVersion: list.GetResourceVersion()})
-		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "watching %s in %s", gvr.Resource, namespace)
-		wg.Add(1)
-		go func() {
-			defer ginkgo.GinkgoRecover()
-			defer wg.Done()
-			defer w.Stop()
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case ev, ok := <-w.ResultChan():
-					if !ok {
-						return
-					}
-					u, ok := ev.Object.(*unstructured.Unstructured)
-					if !ok || (ev.Type != watch.Added && ev.Type != watch.Modified && ev.Type != watch.Deleted) {
-						continue
-					}
-					rv, err := strconv.ParseUint(u.GetResourceVersion(), 10, 64)
-					if err != nil {
-						ginkgo.Fail(fmt.Sprintf("resourceVersion %q of %s/%s is not an etcd revision; ordering cannot be proven", u.GetResourceVersion(), gvr.Resource, u.GetName()))
-					}
-					h.mu.Lock()
-					h.changes = append(h.changes, describe(gvr.Resource, ev.Type, u, rv))
-					h.mu.Unlock()
-				}
-			}
-		}()
-	}
-	h.stop = func() { cancel(); wg.Wait() }
-	ginkgo.DeferCleanup(h.Stop)
+	h, err := recordWrites(ctx, dyn, namespace, resources...)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	ginkgo.DeferCleanup(func() {
+		h.Stop()
+		h.expectComplete()
+	})
 	return h
+}
+
+// recordWrites is RecordWrites on any dynamic client, without Ginkgo.
+func recordWrites(ctx context.Context, dyn dynamic.Interface, namespace string, resources ...schema.GroupVersionResource) (*WriteHistory, error) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	h := &WriteHistory{}
+	var dones []<-chan struct{}
+	h.stop = func() {
+		cancel()
+		for _, d := range dones {
+			<-d
+		}
+	}
+	for _, gvr := range resources {
+		client := dyn.Resource(gvr).Namespace(namespace)
+		c := collection{what: gvr.Resource + " in " + namespace, watch: client.Watch,
+			list: func(ctx context.Context, opts metav1.ListOptions) ([]runtime.Object, string, error) {
+				l, err := client.List(ctx, opts)
+				if err != nil {
+					return nil, "", err
+				}
+				out := make([]runtime.Object, len(l.Items))
+				for i := range l.Items {
+					out[i] = &l.Items[i]
+				}
+				return out, l.GetResourceVersion(), nil
+			}}
+		// Objects that already exist are not replayed: the watch starts at
+		// the list's revision.
+		done, err := resumeWatch(ctx, c, nil,
+			func(ev watch.Event) { h.record(gvr.Resource, ev) },
+			func(err error) { h.gap(gvr.Resource, namespace, err) })
+		if err != nil {
+			h.stop()
+			return nil, err
+		}
+		dones = append(dones, done)
+	}
+	return h, nil
+}
+
+func (h *WriteHistory) record(resource string, ev watch.Event) {
+	u, ok := ev.Object.(*unstructured.Unstructured)
+	if !ok || (ev.Type != watch.Added && ev.Type != watch.Modified && ev.Type != watch.Deleted) {
+		return
+	}
+	rv, err := strconv.ParseUint(u.GetResourceVersion(), 10, 64)
+	if err != nil {
+		h.gap(resource, u.GetNamespace(), fmt.Errorf("resourceVersion %q of %s is not an etcd revision; ordering cannot be proven", u.GetResourceVersion(), u.GetName()))
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.changes = append(h.changes, describe(resource, ev.Type, u, rv))
+}
+
+func (h *WriteHistory) gap(resource, namespace string, err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.gaps = append(h.gaps, fmt.Sprintf("%s in %s: %v", resource, namespace, err))
+}
+
+// Err says why the history is incomplete (nil: every write since it started
+// was recorded).
+func (h *WriteHistory) Err() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.gaps) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the write history is incomplete, writes after these points were not seen, so no claim about the whole history can be judged: %s", strings.Join(h.gaps, "; "))
+}
+
+// expectComplete fails the spec if the history has a gap.
+func (h *WriteHistory) expectComplete() {
+	if err := h.Err(); err != nil {
+		ginkgo.Fail(err.Error(), 2)
+	}
 }
 
 // describe extracts what specs compare from any watched object.
@@ -147,8 +203,14 @@ func describe(resource string, t watch.EventType, u *unstructured.Unstructured, 
 // Stop ends the watches.
 func (h *WriteHistory) Stop() { h.stop() }
 
-// Sorted returns every change in revision order.
+// Sorted returns every change in revision order; it fails the spec if the
+// history has a gap.
 func (h *WriteHistory) Sorted() []Change {
+	h.expectComplete()
+	return h.sorted()
+}
+
+func (h *WriteHistory) sorted() []Change {
 	h.mu.Lock()
 	out := append([]Change(nil), h.changes...)
 	h.mu.Unlock()
@@ -194,11 +256,15 @@ func (h *WriteHistory) WaitFirst(ctx context.Context, resource, what string, mat
 	return got
 }
 
-// String lists every change in revision order, for failure messages and logs.
+// String lists every change in revision order, and any gap, for failure
+// messages and logs.
 func (h *WriteHistory) String() string {
 	var b strings.Builder
-	for _, c := range h.Sorted() {
+	for _, c := range h.sorted() {
 		b.WriteString("  " + c.String() + "\n")
+	}
+	if err := h.Err(); err != nil {
+		b.WriteString("  GAP: " + err.Error() + "\n")
 	}
 	return b.String()
 }

@@ -155,13 +155,20 @@ var _ = ginkgo.Describe("StatefulSets composed by a parent controller", framewor
 				apps.ExpectOwner(w.OwnerReferences, apps.OwnerStatefulSet(set), true)
 				pg := apps.ThePodGroup(ctx, f, &w)
 				apps.ExpectPodsInGroup(ctx, f, a, apps.OwnerStatefulSet(set), &pg, 2)
-				event := apps.WaitForWarning(ctx, f, a, "the annotation "+groupTemplateNameAnnotation+" without a parent controller ownerReference", nil)
+				// KEP-6277 (test plan): "group-template-name without a parent
+				// controller ownerReference does not suppress StatefulSet-managed
+				// Workload and PodGroup creation and surfaces an event." It names
+				// no reason: the event must name the annotation.
+				event := apps.WaitForWarning(ctx, f, a, apps.Warning{
+					Why:   "the annotation " + groupTemplateNameAnnotation + " without a parent controller ownerReference",
+					Names: []string{groupTemplateNameAnnotation, "group-template-name"}}, nil)
 				logf("event %s: %s", event.Reason, event.Message)
 			})
 
 		ginkgo.DescribeTable("falls back with an event, and creates no Workload of its own, when the parent's Workload or template cannot be resolved",
 			framework.ID("S-U23"), func(ctx context.Context, parentWorkloads func(parent *corev1.ConfigMap) []*schedulingv1beta1.Workload) {
-				parent := createParent(ctx, f, "parent")
+				// Names that no message says by chance: the event must name one.
+				parent := createParent(ctx, f, "composer")
 				var existing []*schedulingv1beta1.Workload
 				for _, w := range parentWorkloads(parent) {
 					existing = append(existing, createWorkload(ctx, f, w))
@@ -171,7 +178,16 @@ var _ = ginkgo.Describe("StatefulSets composed by a parent controller", framewor
 					OwnerReference(controllerRefTo(parent)).Obj()
 				set = create(ctx, set, gang())
 				a := apps.StatefulSet(set)
-				event := apps.WaitForWarning(ctx, f, a, "its parent's Workload or template cannot be resolved", nil)
+				// KEP-6277: "If the parent Workload or template cannot be
+				// resolved unambiguously, fall back and surface an event rather
+				// than creating a separate Workload." It names no reason: the
+				// event must name the parent, one of its Workloads or the
+				// template it asks for.
+				names := []string{parent.Name, "members"}
+				for _, w := range existing {
+					names = append(names, w.Name)
+				}
+				event := apps.WaitForWarning(ctx, f, a, apps.Warning{Why: "its parent's Workload or template cannot be resolved", Names: names}, nil)
 				logf("event %s: %s", event.Reason, event.Message)
 				expectNothingCreated(ctx, f, existing...)
 				for _, w := range existing {
@@ -180,10 +196,10 @@ var _ = ginkgo.Describe("StatefulSets composed by a parent controller", framewor
 			},
 			ginkgo.Entry("no Workload of the parent", func(*corev1.ConfigMap) []*schedulingv1beta1.Workload { return nil }),
 			ginkgo.Entry("two Workloads of the parent", func(parent *corev1.ConfigMap) []*schedulingv1beta1.Workload {
-				return []*schedulingv1beta1.Workload{parentWorkload(parent, "one", "members"), parentWorkload(parent, "two", "members")}
+				return []*schedulingv1beta1.Workload{parentWorkload(parent, "composer-one", "members"), parentWorkload(parent, "composer-two", "members")}
 			}),
 			ginkgo.Entry("the parent's Workload has no template of that name", func(parent *corev1.ConfigMap) []*schedulingv1beta1.Workload {
-				return []*schedulingv1beta1.Workload{parentWorkload(parent, "parent-workload", "others")}
+				return []*schedulingv1beta1.Workload{parentWorkload(parent, "composer-workload", "others")}
 			}),
 		)
 	})

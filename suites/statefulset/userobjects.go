@@ -115,11 +115,15 @@ var _ = ginkgo.Describe("StatefulSets with Workloads and PodGroups they did not 
 				expectWorkloadUntouched(ctx, f, byo)
 			})
 		ginkgo.It("treats two Workloads that reference one StatefulSet as ambiguous: nothing created, nothing changed, an event", framework.ID("S-U14"), func(ctx context.Context) {
-			first := createWorkload(ctx, f, userWorkload(f, "first", "ambiguous", "members", 3))
-			second := createWorkload(ctx, f, userWorkload(f, "second", "ambiguous", "members", 3))
+			first := createWorkload(ctx, f, userWorkload(f, "ambiguous-first", "ambiguous", "members", 3))
+			second := createWorkload(ctx, f, userWorkload(f, "ambiguous-second", "ambiguous", "members", 3))
 			set := create(ctx, parallel(f, "ambiguous", 3, "100m").Obj(), gang())
 			a := apps.StatefulSet(set)
-			event := apps.WaitForWarning(ctx, f, a, "two Workloads name it in spec.controllerRef", nil)
+			// KEP-6277: "If more than one is found, treat it as ambiguous:
+			// create nothing, mutate nothing, and surface an event." It names
+			// no reason: the event must name one of the two Workloads.
+			event := apps.WaitForWarning(ctx, f, a, apps.Warning{Why: "two Workloads name it in spec.controllerRef",
+				Names: []string{first.Name, second.Name}}, nil)
 			logf("event %s: %s", event.Reason, event.Message)
 			expectNothingCreated(ctx, f, first, second)
 			expectWorkloadUntouched(ctx, f, first)
@@ -132,7 +136,12 @@ var _ = ginkgo.Describe("StatefulSets with Workloads and PodGroups they did not 
 			odd = createWorkload(ctx, f, odd)
 			set := create(ctx, parallel(f, "odd", 3, "100m").Obj(), gang())
 			a := apps.StatefulSet(set)
-			event := apps.WaitForWarning(ctx, f, a, "its Workload has 2 podGroupTemplates, which it cannot use", nil)
+			// KEP-6277: "It falls back (ignoring the discovered objects and
+			// raising an event) when the discovered Workload has a shape it
+			// cannot use — for Alpha, when its podGroupTemplates count is not
+			// 1." It names no reason: the event must name the Workload.
+			event := apps.WaitForWarning(ctx, f, a, apps.Warning{Why: "its Workload has 2 podGroupTemplates, which it cannot use",
+				Names: []string{odd.Name}}, nil)
 			logf("event %s: %s", event.Reason, event.Message)
 			expectNothingCreated(ctx, f, odd)
 			expectWorkloadUntouched(ctx, f, odd)
