@@ -56,6 +56,12 @@ type Config struct {
 	// Timeouts bound every wait; TimeoutScale multiplies them all.
 	Timeouts     Timeouts
 	TimeoutScale float64
+	// ImplementationMetricsURL is where the implementation's controllers
+	// serve Prometheus metrics (an http(s) URL the suite can GET, e.g. a
+	// kubectl port-forward). S-P9's metric statefulset_workload_creation_
+	// errors_total is read there; empty on an existing cluster skips that
+	// check (the local cluster reads its add-on's own endpoint).
+	ImplementationMetricsURL string
 }
 
 // Timeouts are the bounds of the suite's waits. They are generous defaults
@@ -121,6 +127,7 @@ func RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&TestContext.PodImage, "pod-image", envOr("POD_IMAGE", builder.DefaultImage), "image of the suite's pods; on a cluster whose kubelets run pods it must be present on the nodes or pullable (env POD_IMAGE)")
 	fs.StringVar(&TestContext.PodImagePullPolicy, "pod-image-pull-policy", os.Getenv("POD_IMAGE_PULL_POLICY"), "imagePullPolicy of the suite's pods: Always, IfNotPresent, Never or empty for the API's default (env POD_IMAGE_PULL_POLICY)")
 	fs.Float64Var(&TestContext.TimeoutScale, "timeout-scale", 1, "multiplier for every timeout of the suite")
+	fs.StringVar(&TestContext.ImplementationMetricsURL, "implementation-metrics-url", os.Getenv("IMPLEMENTATION_METRICS_URL"), "URL of the implementation's controller metrics (Prometheus text), e.g. through kubectl port-forward; S-P9 reads statefulset_workload_creation_errors_total there, and skips that check without it on an existing cluster (env IMPLEMENTATION_METRICS_URL)")
 }
 
 // Resolve makes paths absolute and applies the timeout scale; call it once flags are parsed.
