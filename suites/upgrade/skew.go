@@ -138,6 +138,12 @@ var _ = ginkgo.Describe("Version skew", framework.Serial, framework.Disruptive, 
 				ComponentConfig: localcluster.ComponentConfig{RuntimeConfig: map[string]string{"scheduling.k8s.io/v1beta1": "false"}}}
 			framework.RequireReconfigure(notServed)
 			metricsURL, reference := implementationMetricsURL()
+			// The controllers must be live before the outage: right after
+			// another Disruptive spec's apiserver restarts, their informers
+			// may still be re-listing, and would not see the new StatefulSet
+			// within the wait below (measured: no sync in 60 s).
+			ginkgo.By("the implementation answers a gang StatefulSet before the outage")
+			apps.WaitForGang(ctx, f, apps.StatefulSet(createStatefulSet(ctx, f, "warm-up", 1, true, gangStatefulSet())), 1, 1)
 			before := counter(ctx, metricsURL, stsCreationErrors)
 			var deployBefore float64
 			if reference {
