@@ -56,6 +56,12 @@ type Config struct {
 	// Timeouts bound every wait; TimeoutScale multiplies them all.
 	Timeouts     Timeouts
 	TimeoutScale float64
+	// ImplementationMetricsURL is where the implementation's controllers
+	// serve Prometheus metrics (an http(s) URL the suite can GET, e.g. a
+	// kubectl port-forward). S-P9's metric statefulset_workload_creation_
+	// errors_total is read there; empty on an existing cluster skips that
+	// check (the local cluster reads its add-on's own endpoint).
+	ImplementationMetricsURL string
 }
 
 // Timeouts are the bounds of the suite's waits. They are generous defaults
@@ -162,6 +168,7 @@ func RegisterFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&TestContext.TimeoutScale, "timeout-scale", 1, "multiplier for every timeout of the suite")
 	fs.DurationVar(&TestContext.Timeouts.RetryWindow, "retry-window", envDuration("RETRY_WINDOW", TestContext.Timeouts.RetryWindow), "longest interval between the implementation's retries the suite permits: every \"nothing happens\" window lasts at least this plus 4 x the measured create-to-bound time; raise it if your controllers back off longer (env RETRY_WINDOW)")
 	fs.DurationVar(&TestContext.Timeouts.MaxBound, "max-timeout", envDuration("MAX_TIMEOUT", TestContext.Timeouts.MaxBound), "cap of every Eventually bound after --timeout-scale and calibration; 0: no cap (env MAX_TIMEOUT)")
+	fs.StringVar(&TestContext.ImplementationMetricsURL, "implementation-metrics-url", os.Getenv("IMPLEMENTATION_METRICS_URL"), "URL of the implementation's controller metrics (Prometheus text), e.g. through kubectl port-forward; S-P9 reads statefulset_workload_creation_errors_total there, and skips that check without it on an existing cluster (env IMPLEMENTATION_METRICS_URL)")
 }
 
 // envDuration is the duration in the environment variable key, or def when

@@ -87,11 +87,20 @@ var _ = ginkgo.Describe("Deployment Workload and PodGroups", framework.KEP(6276)
 			framework.WaitForPodsRunning(ctx, podsOf(f, e), 4)
 			w := theWorkload(ctx, f, e)
 			gomega.Expect(framework.WorkloadMinCount(&w)).To(gomega.Equal(int32(2)))
+			// KEP-6276: "1 PodGroup per ReplicaSet"; "For a positive ReplicaSet
+			// size, it creates or updates the PodGroup and inherits its runtime
+			// gang minCount from the Workload's PodGroupTemplate." The
+			// PodGroup is found by its controller ownerReference (any name),
+			// and must exist: a ReplicaSet without one proves nothing here.
+			rs := replicaSets(ctx, f, e)[0]
+			var controlled []string
 			for _, pg := range podGroups(ctx, f) {
-				if metav1.IsControlledBy(&pg, &replicaSets(ctx, f, e)[0]) {
+				if metav1.IsControlledBy(&pg, &rs) && pg.DeletionTimestamp == nil {
+					controlled = append(controlled, pg.Name)
 					gomega.Expect(framework.PodGroupMinCount(&pg)).To(gomega.Equal(int32(2)), "PodGroup %s", pg.Name)
 				}
 			}
+			gomega.Expect(controlled).To(gomega.HaveLen(1), "ReplicaSet %s at 4 replicas must control exactly one live PodGroup", rs.Name)
 		})
 
 		ginkgo.It("deletes the PodGroup at zero replicas, keeps the Workload at minCount 1, and recreates the PodGroup before pods", framework.ID("D-I4", "D-U3"), func(ctx context.Context) {

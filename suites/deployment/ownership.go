@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/onsi/ginkgo/v2"
@@ -13,6 +14,7 @@ import (
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/component-helpers/scheduling/schedulingv1/workloadbuilder"
 	"k8s.io/utils/ptr"
@@ -192,6 +194,17 @@ var _ = ginkgo.Describe("Deployment Workload and PodGroup contents and ownership
 					gomega.Expect(scale(ctx, f, d2, 3)).To(gomega.Succeed())
 					waitForWorkloadMinCount(ctx, f, d2, 3)
 					waitForReplicaSetReplicas(ctx, f, rs1.Name, 3)
+					// The adopted ReplicaSet's PodGroup name is taken by the
+					// orphaned PodGroup of the old Workload, which the new
+					// Deployment must not use. The KEP leaves open what to do
+					// instead: make the pod in a PodGroup of the new Workload,
+					// or make none and say so (a Warning event). Silence, or a
+					// pod outside any group, fails (checkReborn).
+					ginkgo.By("waiting for the new pod, or a Warning event on Deployment " + d2.Name + " or ReplicaSet " + rs1.Name)
+					gomega.Eventually(ctx, func(ctx context.Context) (string, error) {
+						return rebornReaction(ctx, f, original, d2.UID, rs1.UID)
+					}).WithTimeout(f.Timeouts.PodsBound).WithPolling(f.Timeouts.Poll).ShouldNot(gomega.BeEmpty(),
+						"the recreated Deployment neither made its third pod nor raised a Warning event")
 				} else {
 					ginkgo.By("a new pod template: the new Deployment rolls out a new ReplicaSet")
 					gomega.Eventually(ctx, func(ctx context.Context) (int, error) {
@@ -444,10 +457,18 @@ func checkReborn(ctx context.Context, f *framework.Framework, d2 *appsv1.Deploym
 	if err != nil {
 		return err
 	}
+	// KEP-6276: "The ReplicaSet controller sets pod.spec.schedulingGroup.
+	// podGroupName at pod creation time"; "Pods also reference their
+	// PodGroup through spec.schedulingGroup.podGroupName", the PodGroup of
+	// their ReplicaSet, stamped from the Deployment's Workload. A new pod
+	// without one would bypass the gang.
 	for _, p := range pods {
-		sg := p.Spec.SchedulingGroup
-		if original[string(p.UID)] || sg == nil || sg.PodGroupName == nil {
+		if original[string(p.UID)] {
 			continue
+		}
+		sg := p.Spec.SchedulingGroup
+		if sg == nil || sg.PodGroupName == nil {
+			return fmt.Errorf("pod %s of the recreated Deployment has no spec.schedulingGroup.podGroupName", p.Name)
 		}
 		joined, err := f.ClientSet.SchedulingV1beta1().PodGroups(f.Namespace).Get(ctx, *sg.PodGroupName, metav1.GetOptions{})
 		if err != nil {
@@ -457,8 +478,37 @@ func checkReborn(ctx context.Context, f *framework.Framework, d2 *appsv1.Deploym
 			return fmt.Errorf("pod %s of the recreated Deployment joined PodGroup %s, whose workloadRef is %+v, not the new Workload %s",
 				p.Name, joined.Name, ref, w2.Name)
 		}
+		if rs := metav1.GetControllerOf(&p); rs == nil || !metav1.IsControlledBy(joined, &metav1.ObjectMeta{UID: rs.UID}) {
+			return fmt.Errorf("pod %s joined PodGroup %s, which its ReplicaSet does not control: ownerReferences %v", p.Name, joined.Name, joined.OwnerReferences)
+		}
 	}
 	return nil
+}
+
+// rebornReaction says how the recreated Deployment answered a scale-up: a
+// pod not among original, or a Warning event on the Deployment or its
+// adopted ReplicaSet (by UID); "" while neither.
+func rebornReaction(ctx context.Context, f *framework.Framework, original map[string]bool, uids ...types.UID) (string, error) {
+	pods, err := framework.ListPods(ctx, framework.PodsInput{ClientSet: f.ClientSet, Namespace: f.Namespace})
+	if err != nil {
+		return "", err
+	}
+	for _, p := range pods {
+		if !original[string(p.UID)] {
+			return "pod " + p.Name, nil
+		}
+	}
+	events, err := f.ClientSet.CoreV1().Events(f.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "", err
+	}
+	for _, e := range events.Items {
+		if e.Type == corev1.EventTypeWarning && slices.Contains(uids, e.InvolvedObject.UID) {
+			ginkgo.GinkgoWriter.Printf("Warning %s on %s %s: %s\n", e.Reason, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Message)
+			return "event " + e.Reason, nil
+		}
+	}
+	return "", nil
 }
 
 // newestReplicaSet returns the ReplicaSet of d with the highest revision.

@@ -16,6 +16,7 @@ import (
 	"github.com/workload-aware/apps-harness/framework"
 	"github.com/workload-aware/apps-harness/framework/apps"
 	"github.com/workload-aware/apps-harness/framework/builder"
+	"github.com/workload-aware/apps-harness/pkg/localcluster"
 )
 
 var _ = ginkgo.Describe("StatefulSets with PodGroup-level ResourceClaims", framework.KEP(6277),
@@ -63,6 +64,68 @@ var _ = ginkgo.Describe("StatefulSets with PodGroup-level ResourceClaims", frame
 			draExpectOnlyClaims(ctx, f, claim) // nothing generated
 			draExpectPodsShare(ctx, f, set, 3, "gpu", claim)
 		})
+
+		// S-U24's gate-off half. KEP-6277: the resourceClaims field "requires
+		// DRAWorkloadResourceClaims (KEP-5729) in kube-apiserver, kube-
+		// controller-manager, kube-scheduler, and kubelet; with that gate off
+		// the API server clears the field before it is stored ... so the
+		// controller never sees it"; and "When spec.scheduling.resourceClaims
+		// is non-empty (and the DRAWorkloadResourceClaims feature gate is
+		// enabled), the controller populates PodGroupTemplate.resourceClaims";
+		// "Without it, the field is ignored and ResourceClaims are not shared
+		// at the PodGroup level". Two entries: the whole cluster off (the
+		// API server's side clears the field: asserted where spec.scheduling
+		// is a native field; an annotation is no field the apiserver knows),
+		// and the controller side alone off, where only the controller can
+		// omit the claims (the apiserver, gate on, would store them).
+		ginkgo.DescribeTable("omits resourceClaims from the Workload template and the PodGroup, and pods get claims of their own, with DRAWorkloadResourceClaims off",
+			framework.ID("S-U24"), framework.Serial, framework.Disruptive,
+			func(ctx context.Context, apiServerOff bool, components ...localcluster.Component) {
+				framework.RequireReconfigure(framework.GateOn(framework.DRAWorkloadResourceClaims, false, components...)...)
+				// The apiserver goes first (ComponentChanges apply in order).
+				framework.Reconfigure(ctx, framework.ReconfigureInput{
+					Changes: framework.GateOn(framework.DRAWorkloadResourceClaims, false, components...)})
+				framework.CreateResourceClaimTemplate(ctx, f, "gpu", 1)
+				cfg := draGang(draClaim("gpu", "", "gpu"))
+				set := create(ctx, draSet(f, "gate-off", 2, draClaim("gpu", "", "gpu")).Obj(), cfg)
+				a := apps.StatefulSet(set)
+				apps.WaitForRunning(ctx, f, a, 2)
+
+				stored := storedIntent(ctx, f, set)
+				switch {
+				case apiServerOff && framework.Intent.StatefulSetMode == framework.IntentNative:
+					gomega.Expect(stored.ResourceClaims).To(gomega.BeEmpty(), "the API server clears spec.scheduling.resourceClaims before it is stored, with the gate off")
+				default:
+					logf("stored spec.scheduling.resourceClaims (%s mode, apiserver gate off: %t): %+v", framework.Intent.StatefulSetMode, apiServerOff, stored.ResourceClaims)
+				}
+				w := apps.TheWorkload(ctx, f, a)
+				gomega.Expect(w.Spec.PodGroupTemplates[0].ResourceClaims).To(gomega.BeEmpty(), "the Workload template has no resourceClaims with the gate off")
+				pg := apps.ThePodGroup(ctx, f, &w)
+				gomega.Expect(pg.Spec.ResourceClaims).To(gomega.BeEmpty(), "the PodGroup has no resourceClaims with the gate off")
+
+				ginkgo.By("each pod has a claim of its own, generated for and reserved for the pod; none belongs to the PodGroup")
+				pods, err := framework.ListPods(ctx, apps.Pods(f, a))
+				gomega.Expect(err).NotTo(gomega.HaveOccurred())
+				claims, err := framework.ListClaims(ctx, f.ClientSet, f.Namespace)
+				gomega.Expect(err).NotTo(gomega.HaveOccurred())
+				gomega.Expect(claims).To(gomega.HaveLen(2), "one claim per pod, none per PodGroup: %v", apps.Names(claims))
+				gomega.Expect(framework.ClaimsControlledBy(claims, pg.UID)).To(gomega.BeEmpty(), "no claim belongs to the PodGroup")
+				byName := map[string]resourcev1.ResourceClaim{}
+				for _, c := range claims {
+					byName[c.Name] = c
+				}
+				for _, p := range pods {
+					c, ok := byName[framework.PodClaimName(&p, "gpu")]
+					gomega.Expect(ok).To(gomega.BeTrue(), "pod %s resolved gpu to no claim of the namespace: %v", p.Name, p.Status.ResourceClaimStatuses)
+					gomega.Expect(metav1.IsControlledBy(&c, &p)).To(gomega.BeTrue(), "claim %s is owned by pod %s: %v", c.Name, p.Name, c.OwnerReferences)
+					gomega.Expect(framework.ReservedOnlyFor(&c, framework.PodConsumer(&p))).To(gomega.BeTrue(), "%s is reserved for pod %s alone", framework.StateOf(&c), p.Name)
+				}
+			},
+			ginkgo.Entry("on every component (the KEP's configuration: the API server clears the field)", true,
+				localcluster.APIServer, localcluster.ControllerManager, localcluster.Scheduler, framework.ReferenceWebhook, framework.ReferenceControllerManager),
+			ginkgo.Entry("on the controller side only (the controller must omit what the apiserver stores)", false,
+				localcluster.ControllerManager, framework.ReferenceControllerManager),
+		)
 
 		// KEP-6277 keeps the PodGroup for the StatefulSet's whole life, so a
 		// claim reserved for it outlives zero replicas (and holds its device).

@@ -173,7 +173,17 @@ var _ = ginkgo.Describe("StatefulSets with Workloads and PodGroups they did not 
 				"a pod joined the decoy PodGroup %s, found by its name", decoyPG.Name)
 			expectWorkloadUntouched(ctx, f, decoyW)
 			expectPodGroupUntouched(ctx, f, decoyPG)
-			gomega.Expect(apps.Workloads(ctx, f, a)).NotTo(gomega.ContainElement(gomega.HaveField("UID", decoyW.UID)))
+			// Unchanged is not enough: a controller that found the decoy
+			// Workload by its name could use it as-is, stamping a PodGroup of
+			// another name from it. KEP-6277 discovers "by reference, not by
+			// name": only the decoy PodGroup may name the decoy Workload.
+			for _, g := range apps.ListPodGroups(ctx, f) {
+				if g.UID == decoyPG.UID {
+					continue
+				}
+				gomega.Expect(g.Spec.WorkloadRef).NotTo(gomega.HaveValue(gomega.HaveField("WorkloadName", decoyW.Name)),
+					"PodGroup %s was stamped from the decoy Workload %s, found by its name", g.Name, decoyW.Name)
+			}
 		})
 
 		ginkgo.It("creates nothing once the StatefulSet has pods, even when its Workload is gone", framework.ID("S-U13"), func(ctx context.Context) {

@@ -133,10 +133,12 @@ func runCrashCase(ctx context.Context, f *framework.Framework, c crashCase) {
 		act()
 		app.waitConverged(ctx, crashTo, dups)
 		ctl.interrupt(ctx)
+		ctl.expectStopped(ctx, f, c.Kind)
 		app.rollBack(ctx, c.Point)
 	case ctl.seed:
 		ginkgo.By("stopping the controllers and seeding the state a crash at " + string(c.Point) + " leaves")
 		ctl.interrupt(ctx)
+		ctl.expectStopped(ctx, f, c.Kind)
 		act()
 		app.seedMinCount(ctx)
 	default:
@@ -179,6 +181,8 @@ type crashController struct {
 	resume    func(ctx context.Context)
 	lc        *localcluster.Cluster
 	armedPID  int
+	// stop names how seed mode stops the controllers, for failure messages.
+	stop string
 }
 
 // crashControllerFor picks the mode, or skips saying why neither works.
@@ -208,7 +212,7 @@ func crashControllerFor(c crashCase, namespace string) *crashController {
 		}}})
 	}
 	if mode == "seed" {
-		ctl.seed = true
+		ctl.seed, ctl.stop = true, "the seed-mode stop (was-controller-manager --controllers=)"
 		// --controllers= runs no controller: the process stays up and healthy, idle.
 		ctl.interrupt = func(ctx context.Context) { reconfigure(ctx, map[string]string{"controllers": ""}) }
 		return ctl
@@ -243,9 +247,80 @@ func vendorController(cmd string) *crashController {
 	})
 	return &crashController{
 		seed:      true,
+		stop:      "the controller-restart-command's stop",
 		interrupt: func(ctx context.Context) { run(ctx, "stop"); stopped = true },
 		resume:    func(ctx context.Context) { run(ctx, "start"); stopped = false },
 	}
+}
+
+// expectStopped proves, before the suite seeds a partial state, that the
+// stop stopped something: the state is meant to be what a crash leaves, and
+// running controllers would repair it before the spec "starts" them, so the
+// spec would judge nothing. A small gang app of kind, the kind the case
+// exercises, is a write the implementation's controllers answer (its apps/v1
+// controller sets status.observedGeneration and makes a ReplicaSet or pods;
+// the KEPs' controllers make a Workload); none of it may come for the
+// stays-unbound window. The probe is deleted before the seeding.
+func (c *crashController) expectStopped(ctx context.Context, f *framework.Framework, kind string) {
+	ginkgo.GinkgoHelper()
+	ginkgo.By("proving the controllers are stopped: a gang " + kind + " probe must get no answer for " + f.Timeouts.StaysUnbound.String())
+	var probe apps.App
+	var remove, get func(context.Context) error
+	if kind == "Deployment" {
+		api := f.ClientSet.AppsV1().Deployments(f.Namespace)
+		probe = apps.Deployment(createDeployment(ctx, f, "stop-probe", 1, gangDeployment()))
+		remove = func(ctx context.Context) error { return api.Delete(ctx, probe.Name, metav1.DeleteOptions{}) }
+		get = func(ctx context.Context) error { _, err := api.Get(ctx, probe.Name, metav1.GetOptions{}); return err }
+	} else {
+		api := f.ClientSet.AppsV1().StatefulSets(f.Namespace)
+		probe = apps.StatefulSet(createStatefulSet(ctx, f, "stop-probe", 1, true, gangStatefulSet()))
+		remove = func(ctx context.Context) error { return api.Delete(ctx, probe.Name, metav1.DeleteOptions{}) }
+		get = func(ctx context.Context) error { _, err := api.Get(ctx, probe.Name, metav1.GetOptions{}); return err }
+	}
+	gomega.Consistently(ctx, func(ctx context.Context) error {
+		answered, err := probeAnswers(ctx, f, probe)
+		if err != nil || len(answered) == 0 {
+			return err
+		}
+		return fmt.Errorf("%s left the controllers running: %s", c.stop, strings.Join(answered, "; "))
+	}).WithTimeout(f.Timeouts.StaysUnbound).WithPolling(f.Timeouts.Poll).Should(gomega.Succeed())
+	gomega.Expect(remove(ctx)).To(gomega.Succeed(), "deleting the stop probe %s", probe)
+	gomega.Eventually(ctx, func(ctx context.Context) bool { return apierrors.IsNotFound(get(ctx)) }).
+		WithTimeout(f.Timeouts.Cleanup).WithPolling(f.Timeouts.Poll).Should(gomega.BeTrue(), "waiting for the stop probe %s to be gone", probe)
+}
+
+// probeAnswers lists what the controllers did about the probe a: an
+// observed generation, ReplicaSets, Workloads, PodGroups or pods.
+func probeAnswers(ctx context.Context, f *framework.Framework, a apps.App) ([]string, error) {
+	var observed int64
+	if a.Kind == apps.KindDeployment {
+		d, err := f.ClientSet.AppsV1().Deployments(f.Namespace).Get(ctx, a.Name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		observed = d.Status.ObservedGeneration
+	} else {
+		s, err := f.ClientSet.AppsV1().StatefulSets(f.Namespace).Get(ctx, a.Name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		observed = s.Status.ObservedGeneration
+	}
+	var out []string
+	if observed > 0 {
+		out = append(out, fmt.Sprintf("%s has status.observedGeneration %d", a, observed))
+	}
+	s := apps.Read(ctx, f, a)
+	if len(s.ReplicaSets) > 0 {
+		out = append(out, fmt.Sprintf("ReplicaSets %v", s.ReplicaSets))
+	}
+	if len(s.Workloads) > 0 || len(s.PodGroups) > 0 {
+		out = append(out, fmt.Sprintf("Workloads %v, PodGroups %v", s.Workloads, s.PodGroups))
+	}
+	if len(s.Pods) > 0 {
+		out = append(out, fmt.Sprintf("pods %v", s.Pods))
+	}
+	return out, nil
 }
 
 // waitCrash waits until the armed process logged the point and exited.
