@@ -89,6 +89,15 @@ var _ = ginkgo.Describe("StatefulSets with PodGroup-level ResourceClaims", frame
 				cfg := draGang(draClaim("gpu", "", "gpu"))
 				set := create(ctx, draSet(f, "gate-off", 2, draClaim("gpu", "", "gpu")).Obj(), cfg)
 				a := apps.StatefulSet(set)
+				// The objects first: a PodGroup that kept the claims would
+				// hold the pods Pending (nothing generates its claim with the
+				// gate off), and this says why.
+				apps.WaitForState(ctx, f, a, "its Workload and PodGroup", gomega.SatisfyAll(
+					gomega.HaveField("Workloads", gomega.HaveLen(1)), gomega.HaveField("PodGroups", gomega.HaveLen(1))))
+				w := apps.TheWorkload(ctx, f, a)
+				gomega.Expect(w.Spec.PodGroupTemplates[0].ResourceClaims).To(gomega.BeEmpty(), "the Workload template has no resourceClaims with the gate off")
+				pg := apps.ThePodGroup(ctx, f, &w)
+				gomega.Expect(pg.Spec.ResourceClaims).To(gomega.BeEmpty(), "the PodGroup has no resourceClaims with the gate off")
 				apps.WaitForRunning(ctx, f, a, 2)
 
 				stored := storedIntent(ctx, f, set)
@@ -98,10 +107,6 @@ var _ = ginkgo.Describe("StatefulSets with PodGroup-level ResourceClaims", frame
 				default:
 					logf("stored spec.scheduling.resourceClaims (%s mode, apiserver gate off: %t): %+v", framework.Intent.StatefulSetMode, apiServerOff, stored.ResourceClaims)
 				}
-				w := apps.TheWorkload(ctx, f, a)
-				gomega.Expect(w.Spec.PodGroupTemplates[0].ResourceClaims).To(gomega.BeEmpty(), "the Workload template has no resourceClaims with the gate off")
-				pg := apps.ThePodGroup(ctx, f, &w)
-				gomega.Expect(pg.Spec.ResourceClaims).To(gomega.BeEmpty(), "the PodGroup has no resourceClaims with the gate off")
 
 				ginkgo.By("each pod has a claim of its own, generated for and reserved for the pod; none belongs to the PodGroup")
 				pods, err := framework.ListPods(ctx, apps.Pods(f, a))
