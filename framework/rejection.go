@@ -68,7 +68,7 @@ func CheckRejection(err error, want Rejection) error {
 func (r Rejection) String() string {
 	paths := r.Paths
 	if r.Annotation != "" {
-		paths = append(slices.Clone(paths), annotationPath(r.Annotation)+"[...]")
+		paths = append(slices.Clone(paths), annotationPath(r.Annotation)+" (for a path under spec.scheduling)")
 	}
 	return fmt.Sprintf("one of the paths %v (or below) with one of the types %v", paths, r.Types)
 }
