@@ -56,7 +56,7 @@ func CheckRejection(err error, want Rejection) error {
 	if err == nil {
 		return fmt.Errorf("the request was accepted; expected a rejection at %s", want)
 	}
-	reported := ReportedFields(err)
+	reported := unique(ReportedFields(err))
 	for _, r := range reported {
 		if want.matches(r) {
 			return nil
@@ -68,7 +68,7 @@ func CheckRejection(err error, want Rejection) error {
 func (r Rejection) String() string {
 	paths := r.Paths
 	if r.Annotation != "" {
-		paths = append(slices.Clone(paths), annotationPath(r.Annotation)+"[...]")
+		paths = append(slices.Clone(paths), annotationPath(r.Annotation)+" (for a path under spec.scheduling)")
 	}
 	return fmt.Sprintf("one of the paths %v (or below) with one of the types %v", paths, r.Types)
 }
@@ -186,23 +186,41 @@ type GateOffCreate struct {
 	Stored func() (bool, error)
 }
 
-// ExpectGateOff judges c by the readings the KEP allows: (a) rejected,
-// Forbidden at spec.scheduling (or the intent annotation); (b) where allowed,
-// accepted with the intent cleared from the stored object. It records the
-// reading as the report entry "reading" and returns it; the caller asserts
-// that nothing was created for an accepted object.
+// ExpectGateOff judges c by the readings the KEP allows (JudgeGateOff),
+// records the reading as the report entry "reading" and returns it; the
+// caller asserts that nothing was created for an accepted object.
 func ExpectGateOff(c GateOffCreate) string {
 	ginkgo.GinkgoHelper()
-	reading := ReadingRejects
-	if c.Err == nil && c.ClearsAllowed {
-		reading = ReadingClears
-		hasIntent, err := c.Stored()
-		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "reading the stored object")
-		gomega.Expect(hasIntent).To(gomega.BeFalse(),
-			"with the gate off the apiserver neither rejected spec.scheduling nor cleared it on create (KEP-6277 PRR: \"Clears spec.scheduling on new creates\")")
-	} else {
-		ExpectRejected(c.Err, Rejection{Paths: []string{"spec.scheduling"}, Types: []field.ErrorType{field.ErrorTypeForbidden}, Annotation: c.Annotation})
-	}
+	reading, err := JudgeGateOff(c)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	ginkgo.AddReportEntry("reading", reading)
 	return reading
+}
+
+// JudgeGateOff returns the reading c took, or why it took none: (a)
+// rejected, Forbidden at spec.scheduling (or the intent annotation); (b)
+// where allowed, accepted with the intent cleared from the stored object.
+func JudgeGateOff(c GateOffCreate) (string, error) {
+	if c.Err != nil || !c.ClearsAllowed {
+		return ReadingRejects, CheckRejection(c.Err, Rejection{Paths: []string{"spec.scheduling"},
+			Types: []field.ErrorType{field.ErrorTypeForbidden}, Annotation: c.Annotation})
+	}
+	hasIntent, err := c.Stored()
+	if err != nil {
+		return "", fmt.Errorf("reading the stored object: %w", err)
+	}
+	if hasIntent {
+		return "", errors.New("with the gate off the apiserver neither rejected spec.scheduling (KEP-6277: +k8s:forbidden) nor cleared it on create (its PRR: \"Clears spec.scheduling on new creates\"): the stored object carries the intent")
+	}
+	return ReadingClears, nil
+}
+
+func unique(in []Reported) []Reported {
+	var out []Reported
+	for _, r := range in {
+		if !slices.Contains(out, r) {
+			out = append(out, r)
+		}
+	}
+	return out
 }

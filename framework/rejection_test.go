@@ -152,3 +152,33 @@ func TestReportedFieldsReadsCauses(t *testing.T) {
 		t.Errorf("VAP: nothing read from %q", vapDenial(metav1.StatusReasonForbidden, "spec.scheduling: Forbidden"))
 	}
 }
+
+func TestJudgeGateOff(t *testing.T) {
+	forbidden := nativeInvalid(field.Forbidden(field.NewPath("spec", "scheduling"), ""))
+	stored := func(has bool) func() (bool, error) { return func() (bool, error) { return has, nil } }
+	cases := []struct {
+		name    string
+		c       GateOffCreate
+		reading string // "" when no reading fits
+	}{
+		{"rejected, Forbidden", GateOffCreate{Err: forbidden, ClearsAllowed: true}, ReadingRejects},
+		{"rejected where only rejection is allowed", GateOffCreate{Err: forbidden}, ReadingRejects},
+		{"accepted and cleared", GateOffCreate{ClearsAllowed: true, Stored: stored(false)}, ReadingClears},
+		{"accepted and kept", GateOffCreate{ClearsAllowed: true, Stored: stored(true)}, ""},
+		{"accepted where clearing is not allowed", GateOffCreate{Stored: stored(false)}, ""},
+		{"rejected with the wrong type", GateOffCreate{Err: nativeInvalid(field.Invalid(field.NewPath("spec", "scheduling"), nil, "")), ClearsAllowed: true}, ""},
+		{"rejected at another path", GateOffCreate{Err: nativeInvalid(field.Forbidden(field.NewPath("spec", "template"), "")), ClearsAllowed: true}, ""},
+		{"the stored object cannot be read", GateOffCreate{ClearsAllowed: true, Stored: func() (bool, error) { return false, errors.New("boom") }}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			reading, err := JudgeGateOff(tc.c)
+			if tc.reading == "" && err == nil {
+				t.Errorf("want no reading, got %q", reading)
+			}
+			if tc.reading != "" && (err != nil || reading != tc.reading) {
+				t.Errorf("want %q, got %q, %v", tc.reading, reading, err)
+			}
+		})
+	}
+}
