@@ -161,8 +161,14 @@ func (s *IntentSeam) DeploymentScheduling(ctx context.Context, namespace, name s
 }
 
 func (s *IntentSeam) schedulingOf(u *unstructured.Unstructured) (*DeploymentScheduling, error) {
-	if s.Mode == IntentAnnotation {
-		return intent.FromAnnotations(u.GetAnnotations())
+	return storedIntent(u, s.Mode, intent.DeploymentAnnotation)
+}
+
+// storedIntent is the intent stored in u (nil: none): in annotation mode the
+// annotation key, in native mode spec.scheduling. One reader for both kinds.
+func storedIntent(u *unstructured.Unstructured, mode IntentMode, key string) (*intent.SchedulingConfiguration, error) {
+	if mode == IntentAnnotation {
+		return intent.FromAnnotation(u.GetAnnotations(), key)
 	}
 	raw, found, err := unstructured.NestedFieldNoCopy(u.Object, "spec", "scheduling")
 	if err != nil || !found {
@@ -283,13 +289,7 @@ func (s *IntentSeam) UpdateStatefulSet(ctx context.Context, namespace, name stri
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, set); err != nil {
 			return err
 		}
-		var cfg *StatefulSetScheduling
-		if s.StatefulSetMode == IntentAnnotation {
-			cfg, err = intent.FromAnnotation(u.GetAnnotations(), intent.StatefulSetAnnotation)
-		} else if raw, found, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "scheduling"); found {
-			data, _ := json.Marshal(raw)
-			cfg, err = intent.Parse(string(data))
-		}
+		cfg, err := storedIntent(u, s.StatefulSetMode, intent.StatefulSetAnnotation)
 		if err != nil {
 			return err
 		}
@@ -335,16 +335,5 @@ func (s *IntentSeam) StatefulSetScheduling(ctx context.Context, namespace, name 
 	if err != nil {
 		return nil, err
 	}
-	if s.StatefulSetMode == IntentAnnotation {
-		return intent.FromAnnotation(u.GetAnnotations(), intent.StatefulSetAnnotation)
-	}
-	raw, found, err := unstructured.NestedFieldNoCopy(u.Object, "spec", "scheduling")
-	if err != nil || !found {
-		return nil, err
-	}
-	data, err := json.Marshal(raw)
-	if err != nil {
-		return nil, err
-	}
-	return intent.Parse(string(data))
+	return storedIntent(u, s.StatefulSetMode, intent.StatefulSetAnnotation)
 }

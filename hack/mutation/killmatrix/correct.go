@@ -192,20 +192,7 @@ func renderCorrect(w io.Writer, scope Scope, base Baseline, rows []CorrectRow) {
 		len(rows), count[Agrees], count[FalsePositive], count[Unmeasured])
 	fmt.Fprintf(w, "Each variant makes a choice the KEPs allow and the reference did not make; the suite must give it every id the reference passes "+
 		"(the other KEP's ids reported as not implemented, for a variant of one KEP). %s\n\n", scope.sentence())
-	switch {
-	case !base.Present:
-		fmt.Fprintf(w, "!!! No baseline run: nothing to compare with.\n\n")
-	case base.Verdict == Survived:
-		fmt.Fprintf(w, "Baseline (the unmutated reference): every spec passed (%s).\n\n", took(base.Took))
-	case base.Verdict == Killed:
-		fmt.Fprintf(w, "!!! Baseline (the unmutated reference): %d spec(s) FAILED:\n", len(base.Failed))
-		for _, s := range base.Failed {
-			fmt.Fprintf(w, "!!!   %s\n", s)
-		}
-		fmt.Fprintln(w)
-	default:
-		fmt.Fprintf(w, "!!! Baseline (the unmutated reference) NOT MEASURED: %s\n\n", base.Why)
-	}
+	renderBaseline(w, base, "!!! No baseline run: nothing to compare with.", "")
 	fmt.Fprintf(w, "| Variant | Area | Implements | Verdict | Reference's PASS ids kept | Not implemented | Time |\n|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		impl := "both KEPs"

@@ -322,20 +322,7 @@ func render(w io.Writer, scope Scope, base Baseline, rows []Row) {
 	fmt.Fprintf(w, "# Mutation kill matrix\n\n")
 	fmt.Fprintf(w, "%d variants run: %d killed, %d SURVIVED, %d not measured.\n\n", len(rows), count[Killed], count[Survived], count[Unmeasured])
 	fmt.Fprintf(w, "%s\n\n", scope.sentence())
-	switch {
-	case !base.Present:
-		fmt.Fprintf(w, "No baseline run: a spec that fails against the unmutated reference too is counted as a kill.\n\n")
-	case base.Verdict == Survived && len(base.AlsoOnReference) == 0:
-		fmt.Fprintf(w, "Baseline (the unmutated reference): every spec passed (%s).\n\n", took(base.Took))
-	case base.Verdict == Killed:
-		fmt.Fprintf(w, "!!! Baseline (the unmutated reference): %d spec(s) FAILED; they kill no variant:\n", len(base.Failed))
-		for _, s := range base.Failed {
-			fmt.Fprintf(w, "!!!   %s\n", s)
-		}
-		fmt.Fprintln(w)
-	default:
-		fmt.Fprintf(w, "!!! Baseline (the unmutated reference) NOT MEASURED: %s\n\n", base.Why)
-	}
+	renderBaseline(w, base, "No baseline run: a spec that fails against the unmutated reference too is counted as a kill.", "; they kill no variant")
 	fmt.Fprintf(w, "| Variant | Area | Ids (its rule's specs) | Verdict | Specs that failed against it | Time |\n|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		verdict := string(r.Verdict)
@@ -390,4 +377,23 @@ func orNone(s string) string {
 		return "(none: every spec)"
 	}
 	return s
+}
+
+// renderBaseline writes the baseline's line of a matrix; absent is the
+// sentence for no baseline run, failedNote what the baseline's failures mean.
+func renderBaseline(w io.Writer, base Baseline, absent, failedNote string) {
+	switch {
+	case !base.Present:
+		fmt.Fprintf(w, "%s\n\n", absent)
+	case base.Verdict == Survived && len(base.AlsoOnReference) == 0:
+		fmt.Fprintf(w, "Baseline (the unmutated reference): every spec passed (%s).\n\n", took(base.Took))
+	case base.Verdict == Killed:
+		fmt.Fprintf(w, "!!! Baseline (the unmutated reference): %d spec(s) FAILED%s:\n", len(base.Failed), failedNote)
+		for _, s := range base.Failed {
+			fmt.Fprintf(w, "!!!   %s\n", s)
+		}
+		fmt.Fprintln(w)
+	default:
+		fmt.Fprintf(w, "!!! Baseline (the unmutated reference) NOT MEASURED: %s\n\n", base.Why)
+	}
 }
