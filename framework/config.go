@@ -56,6 +56,10 @@ type Config struct {
 	// Timeouts bound every wait; TimeoutScale multiplies them all.
 	Timeouts     Timeouts
 	TimeoutScale float64
+	// Implements is --implements: the KEPs the implementation under test
+	// declares, comma-separated ("KEP-6276,KEP-6277"); empty or "auto":
+	// found out by the prerequisite check's canaries (ParseImplements).
+	Implements string
 	// ImplementationMetricsURL is where the implementation's controllers
 	// serve Prometheus metrics (an http(s) URL the suite can GET, e.g. a
 	// kubectl port-forward). S-P9's metric statefulset_workload_creation_
@@ -168,6 +172,7 @@ func RegisterFlags(fs *flag.FlagSet) {
 	fs.Float64Var(&TestContext.TimeoutScale, "timeout-scale", 1, "multiplier for every timeout of the suite")
 	fs.DurationVar(&TestContext.Timeouts.RetryWindow, "retry-window", envDuration("RETRY_WINDOW", TestContext.Timeouts.RetryWindow), "longest interval between the implementation's retries the suite permits: every \"nothing happens\" window lasts at least this plus 4 x the measured create-to-bound time; raise it if your controllers back off longer (env RETRY_WINDOW)")
 	fs.DurationVar(&TestContext.Timeouts.MaxBound, "max-timeout", envDuration("MAX_TIMEOUT", TestContext.Timeouts.MaxBound), "cap of every Eventually bound after --timeout-scale and calibration; 0: no cap (env MAX_TIMEOUT)")
+	fs.StringVar(&TestContext.Implements, "implements", os.Getenv("IMPLEMENTS"), "an existing cluster: the KEPs the implementation under test implements, KEP-6276, KEP-6277 or both comma-separated; a declared KEP that does not answer the prerequisite check's canary stops the suite, a KEP not declared reports NOT-IMPLEMENTED; empty or auto: found out by the canaries (env IMPLEMENTS)")
 	fs.StringVar(&TestContext.ImplementationMetricsURL, "implementation-metrics-url", os.Getenv("IMPLEMENTATION_METRICS_URL"), "URL of the implementation's controller metrics (Prometheus text), e.g. through kubectl port-forward; S-P9 reads statefulset_workload_creation_errors_total there, and skips that check without it on an existing cluster (env IMPLEMENTATION_METRICS_URL)")
 }
 

@@ -48,6 +48,33 @@ type PrereqOptions struct {
 	CanaryTimeout time.Duration
 	// Poll is the interval of that wait (default 200 ms).
 	Poll time.Duration
+	// Implements lists the KEPs the implementation under test declares
+	// (--implements, e.g. ["KEP-6277"]); empty: found out by the canaries.
+	// A declared KEP whose canary gets no answer stops the suite, where
+	// auto-detection would only mark it not implemented: a vendor that
+	// claims a KEP must not get a green run with the KEP's specs skipped.
+	Implements []string
+}
+
+// ParseImplements reads --implements: a comma-separated list of the KEPs'
+// labels (KEP-6276, KEP-6277); empty or "auto" means found out by the
+// canaries (nil).
+func ParseImplements(s string) ([]string, error) {
+	s = strings.TrimSpace(s)
+	if s == "" || s == "auto" {
+		return nil, nil
+	}
+	var out []string
+	for _, k := range strings.Split(s, ",") {
+		k = strings.TrimSpace(k)
+		if k != kepDeployment && k != kepStatefulSet {
+			return nil, fmt.Errorf("--implements (env IMPLEMENTS): %q is not a KEP of the suite; give %s, %s, both comma-separated, or auto", k, kepDeployment, kepStatefulSet)
+		}
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out, nil
 }
 
 // CheckPrerequisites inspects the cluster of cfg and returns what it saw;
@@ -281,12 +308,15 @@ type kepProbe struct {
 	ValidationErr error
 	// CreateErr: the valid gang canary could not be created.
 	CreateErr error
-	// Workload is the Workload the canary came to control ("" none, within
-	// Timeout), written by field manager Manager, Waited after the create.
-	Workload string
-	Manager  string
-	Waited   time.Duration
-	Timeout  time.Duration
+	// Workload is the Workload that came to reference the canary by an
+	// ownerReference ("" none, within Timeout), written by field manager
+	// Manager, Waited after the create; Controller: that reference is the
+	// controller one.
+	Workload   string
+	Controller bool
+	Manager    string
+	Waited     time.Duration
+	Timeout    time.Duration
 }
 
 func (p kepProbe) implemented() bool { return p.CreateErr == nil && p.Workload != "" }
@@ -296,16 +326,22 @@ func (p kepProbe) notImplementedReason() string {
 	if p.CreateErr != nil {
 		return fmt.Sprintf("creating a valid gang %s was refused: %v", p.Kind, firstLineOf(p.CreateErr.Error()))
 	}
-	return fmt.Sprintf("a valid gang %s got no Workload it controls within %s", p.Kind, p.Timeout)
+	return fmt.Sprintf("a valid gang %s got no Workload that references it within %s", p.Kind, p.Timeout)
 }
 
-// judgeKEPs is the check's decision, from the probes alone: a KEP is
-// implemented when its canary got a Workload it controls. The suite is
-// refused only when neither KEP is: an implementation of one KEP alone is
-// correct, and the other KEP's specs then skip as not implemented. A KEP
-// implemented without validation is not refused either: its admission specs
-// fail, which is the verdict such an implementation earns.
-func judgeKEPs(probes []kepProbe) (keps []testplan.KEPCheck, evidence []string, problems []testplan.Problem) {
+// judgeKEPs is the check's decision, from the probes and the declared KEPs
+// (implements; empty: auto-detect). Auto-detected, a KEP is implemented when
+// its canary got a Workload that references it; the suite is refused only
+// when neither KEP is: an implementation of one KEP alone is correct, and
+// the other KEP's specs then skip as not implemented. Declared, a KEP whose
+// canary got no answer refuses the suite, and a KEP not declared is not
+// judged (its specs skip), whatever its canary saw. A KEP implemented
+// without validation is not refused either: its admission specs fail, which
+// is the verdict such an implementation earns. The canary asks for a
+// reference, not the controller one, so that an implementation that gets
+// ownership wrong is judged by the ownership specs (D-I7, S-U10), by name,
+// instead of being told it implements nothing.
+func judgeKEPs(probes []kepProbe, implements []string) (keps []testplan.KEPCheck, evidence []string, problems []testplan.Problem) {
 	var missing []string
 	for _, p := range probes {
 		switch {
@@ -316,14 +352,28 @@ func judgeKEPs(probes []kepProbe) (keps []testplan.KEPCheck, evidence []string, 
 		case p.implemented():
 			problems = append(problems, testplan.Problem{Message: fmt.Sprintf("%s validation missing: a dry-run create of %s was accepted; the KEP's admission specs will fail", p.KEP, p.Invalid)})
 		}
-		if !p.implemented() {
+		declared := len(implements) == 0 || slices.Contains(implements, p.KEP)
+		switch {
+		case !declared:
+			keps = append(keps, testplan.KEPCheck{KEP: p.KEP, Reason: fmt.Sprintf("not declared: the implementation under test declares --implements=%s", strings.Join(implements, ","))})
+			continue
+		case !p.implemented() && len(implements) > 0:
+			problems = append(problems, testplan.Problem{Essential: true, Message: fmt.Sprintf("%s is declared (--implements=%s) but %s; start its controllers with the gate on, or leave it out of --implements (env IMPLEMENTS)",
+				p.KEP, strings.Join(implements, ","), p.notImplementedReason())})
+			keps = append(keps, testplan.KEPCheck{KEP: p.KEP, Reason: p.notImplementedReason()})
+			continue
+		case !p.implemented():
 			reason := p.notImplementedReason()
 			keps = append(keps, testplan.KEPCheck{KEP: p.KEP, Reason: reason})
 			missing = append(missing, p.KEP+": "+reason)
 			continue
 		}
+		how := "controlled by it"
+		if !p.Controller {
+			how = "referencing it, but not as its controller (the ownership specs judge that)"
+		}
 		keps = append(keps, testplan.KEPCheck{KEP: p.KEP, Implemented: true,
-			Reason: fmt.Sprintf("a gang %s canary got Workload %s, controlled by it, in %s (field manager %q)", p.Kind, p.Workload, p.Waited.Round(100*time.Millisecond), p.Manager)})
+			Reason: fmt.Sprintf("a gang %s canary got Workload %s, %s, in %s (field manager %q)", p.Kind, p.Workload, how, p.Waited.Round(100*time.Millisecond), p.Manager)})
 	}
 	if len(missing) == len(probes) && len(probes) > 0 {
 		problems = append(problems, testplan.Problem{Essential: true, Message: "no implementation of KEP-6276 or KEP-6277 answered (" + strings.Join(missing, "; ") +
@@ -335,8 +385,8 @@ func judgeKEPs(probes []kepProbe) (keps []testplan.KEPCheck, evidence []string, 
 // canary proves an implementation runs, KEP by KEP, in a temporary
 // namespace: a dry-run create of an invalid gang object of each kind must be
 // rejected (recorded), and a tiny valid gang Deployment (KEP-6276) and gang
-// Parallel StatefulSet (KEP-6277) must each get a Workload they control
-// within opts.CanaryTimeout. Both KEPs say so of a minimal correct
+// Parallel StatefulSet (KEP-6277) must each get a Workload that references
+// them within opts.CanaryTimeout (judgeKEPs says why not "controls"). Both KEPs say so of a minimal correct
 // implementation: KEP-6276 "The Workload object has an ownerReference to the
 // Deployment with controller: true"; KEP-6277 "The Workload carries an
 // ownerReference to the StatefulSet with controller: true, when the
@@ -395,7 +445,7 @@ func canary(ctx context.Context, cs kubernetes.Interface, seam *IntentSeam, opts
 	} else {
 		owners[1] = created
 	}
-	// The condition: each created canary controls a Workload; bounded by
+	// The condition: each created canary is referenced by a Workload; bounded by
 	// opts.CanaryTimeout (a missing KEP ends the wait at the bound).
 	_ = wait.PollUntilContextTimeout(ctx, opts.Poll, opts.CanaryTimeout, true, func(ctx context.Context) (bool, error) {
 		list, err := cs.SchedulingV1beta1().Workloads(ns.Name).List(ctx, metav1.ListOptions{})
@@ -408,11 +458,13 @@ func canary(ctx context.Context, cs kubernetes.Interface, seam *IntentSeam, opts
 				continue
 			}
 			for _, w := range list.Items {
-				if metav1.IsControlledBy(&w, owner) {
-					probes[i].Workload, probes[i].Waited = w.Name, time.Since(start)
-					if len(w.ManagedFields) > 0 {
-						probes[i].Manager = w.ManagedFields[0].Manager
-					}
+				if !referencedBy(&w, owner) || (probes[i].Controller && !metav1.IsControlledBy(&w, owner)) {
+					continue
+				}
+				probes[i].Workload, probes[i].Waited = w.Name, time.Since(start)
+				probes[i].Controller = metav1.IsControlledBy(&w, owner)
+				if len(w.ManagedFields) > 0 {
+					probes[i].Manager = w.ManagedFields[0].Manager
 				}
 			}
 			done = done && probes[i].Workload != ""
@@ -420,7 +472,7 @@ func canary(ctx context.Context, cs kubernetes.Interface, seam *IntentSeam, opts
 		return done, nil
 	})
 
-	keps, evidence, problems := judgeKEPs(probes)
+	keps, evidence, problems := judgeKEPs(probes, opts.Implements)
 	env.KEPs = keps
 	env.Evidence = append(env.Evidence, evidence...)
 	env.Problems = append(env.Problems, problems...)
@@ -433,6 +485,11 @@ func canary(ctx context.Context, cs kubernetes.Interface, seam *IntentSeam, opts
 	if len(managers) > 0 {
 		env.Implementation = strings.Join(managers, ", ") + " (field manager of the canaries' Workloads)"
 	}
+}
+
+// referencedBy: obj has an ownerReference to owner (by UID), controller or not.
+func referencedBy(obj, owner metav1.Object) bool {
+	return slices.ContainsFunc(obj.GetOwnerReferences(), func(r metav1.OwnerReference) bool { return r.UID == owner.GetUID() })
 }
 
 // judgeRejection records the dry-run create's answer: a rejection as
@@ -484,8 +541,13 @@ func PrerequisiteError(env *testplan.Environment, kubeconfig string) error {
 // checkExistingCluster runs the prerequisite check in vendor mode, records
 // it in $ARTIFACTS/environment.json and fails the suite on what is missing.
 func checkExistingCluster(ctx context.Context, cfg *rest.Config) error {
+	implements, err := ParseImplements(TestContext.Implements)
+	if err != nil {
+		return err
+	}
 	env := CheckPrerequisites(ctx, cfg, PrereqOptions{
-		Canary: true,
+		Canary:     true,
+		Implements: implements,
 		// Never below the specs' own pods-bound bound (scaled with --timeout-scale).
 		CanaryTimeout: max(DefaultCanaryTimeout, TestContext.Timeouts.PodsBound),
 		Poll:          TestContext.Timeouts.Poll,

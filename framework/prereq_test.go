@@ -184,10 +184,11 @@ func TestPoliciesFor(t *testing.T) {
 // refusal only when neither is.
 func TestJudgeKEPs(t *testing.T) {
 	ok := func(kep, kind string) kepProbe {
-		return kepProbe{KEP: kep, Kind: kind, Invalid: "an invalid " + kind, Rejected: true, Rejection: "denied", Workload: "w", Manager: "m", Waited: time.Second, Timeout: 15 * time.Second}
+		return kepProbe{KEP: kep, Kind: kind, Invalid: "an invalid " + kind, Rejected: true, Rejection: "denied", Workload: "w", Controller: true, Manager: "m", Waited: time.Second, Timeout: 15 * time.Second}
 	}
-	absent := func(p kepProbe) kepProbe { p.Workload, p.Manager, p.Rejected = "", "", false; return p }
+	absent := func(p kepProbe) kepProbe { p.Workload, p.Manager, p.Rejected, p.Controller = "", "", false, false; return p }
 	noValidation := func(p kepProbe) kepProbe { p.Rejected = false; return p }
+	notController := func(p kepProbe) kepProbe { p.Controller = false; return p }
 	refused := func(p kepProbe) kepProbe {
 		p.Workload, p.CreateErr = "", errors.New("admission webhook denied")
 		return p
@@ -196,20 +197,32 @@ func TestJudgeKEPs(t *testing.T) {
 	for _, c := range []struct {
 		name        string
 		probes      []kepProbe
+		implements  []string
 		implemented []bool
 		essential   bool
 		problems    []string
+		reasons     []string
 	}{
-		{"both", []kepProbe{d, s}, []bool{true, true}, false, nil},
-		{"KEP-6277 alone", []kepProbe{absent(d), s}, []bool{false, true}, false, nil},
-		{"KEP-6276 alone", []kepProbe{d, absent(s)}, []bool{true, false}, false, nil},
-		{"neither", []kepProbe{absent(d), absent(s)}, []bool{false, false}, true, []string{"no implementation of KEP-6276 or KEP-6277 answered (KEP-6276: a valid gang Deployment got no Workload it controls within 15s; KEP-6277: a valid gang StatefulSet got no Workload it controls within 15s)"}},
-		{"canary refused", []kepProbe{refused(d), s}, []bool{false, true}, false, nil},
+		{"both", []kepProbe{d, s}, nil, []bool{true, true}, false, nil, nil},
+		{"KEP-6277 alone", []kepProbe{absent(d), s}, nil, []bool{false, true}, false, nil, nil},
+		{"KEP-6276 alone", []kepProbe{d, absent(s)}, nil, []bool{true, false}, false, nil, nil},
+		{"neither", []kepProbe{absent(d), absent(s)}, nil, []bool{false, false}, true, []string{"no implementation of KEP-6276 or KEP-6277 answered (KEP-6276: a valid gang Deployment got no Workload that references it within 15s; KEP-6277: a valid gang StatefulSet got no Workload that references it within 15s)"}, nil},
+		{"canary refused", []kepProbe{refused(d), s}, nil, []bool{false, true}, false, nil, nil},
 		// Implemented without validation: not refused, noted; its admission specs fail.
-		{"no validation", []kepProbe{noValidation(d), s}, []bool{true, true}, false, []string{"KEP-6276 validation missing: a dry-run create of an invalid Deployment was accepted"}},
+		{"no validation", []kepProbe{noValidation(d), s}, nil, []bool{true, true}, false, []string{"KEP-6276 validation missing: a dry-run create of an invalid Deployment was accepted"}, nil},
+		// Ownership wrong is still an implementation: the ownership specs judge it.
+		{"not the controller", []kepProbe{notController(d), s}, nil, []bool{true, true}, false, nil, []string{"referencing it, but not as its controller"}},
+		// Declared: a KEP that does not answer stops the suite, instead of
+		// skipping its specs as auto-detection would.
+		{"declared both, KEP-6276 silent", []kepProbe{absent(d), s}, []string{"KEP-6276", "KEP-6277"}, []bool{false, true}, true, []string{"KEP-6276 is declared (--implements=KEP-6276,KEP-6277) but a valid gang Deployment got no Workload that references it within 15s"}, nil},
+		{"declared both, both answer", []kepProbe{d, s}, []string{"KEP-6276", "KEP-6277"}, []bool{true, true}, false, nil, nil},
+		{"declared KEP-6277 alone", []kepProbe{absent(d), s}, []string{"KEP-6277"}, []bool{false, true}, false, nil, []string{"not declared: the implementation under test declares --implements=KEP-6277"}},
+		// Not declared is not judged, even when its canary answered.
+		{"declared KEP-6276, KEP-6277 answers too", []kepProbe{d, s}, []string{"KEP-6276"}, []bool{true, false}, false, nil, nil},
+		{"declared KEP-6276 alone, silent", []kepProbe{absent(d), s}, []string{"KEP-6276"}, []bool{false, false}, true, []string{"KEP-6276 is declared"}, nil},
 	} {
 		t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
-			keps, _, problems := judgeKEPs(c.probes)
+			keps, _, problems := judgeKEPs(c.probes, c.implements)
 			for i, k := range keps {
 				if k.KEP != c.probes[i].KEP || k.Implemented != c.implemented[i] || k.Reason == "" {
 					t.Errorf("KEP %d = %+v, want %s implemented=%t with a reason", i, k, c.probes[i].KEP, c.implemented[i])
@@ -224,11 +237,32 @@ func TestJudgeKEPs(t *testing.T) {
 					t.Errorf("problems %+v lack %q", problems, want)
 				}
 			}
+			for _, want := range c.reasons {
+				if !slices.ContainsFunc(keps, func(k testplan.KEPCheck) bool { return strings.Contains(k.Reason, want) }) {
+					t.Errorf("reasons %+v lack %q", keps, want)
+				}
+			}
 		})
 	}
-	keps, _, _ := judgeKEPs([]kepProbe{refused(d)})
+	keps, _, _ := judgeKEPs([]kepProbe{refused(d)}, nil)
 	if want := "creating a valid gang Deployment was refused: admission webhook denied"; keps[0].Reason != want {
 		t.Errorf("reason %q, want %q", keps[0].Reason, want)
+	}
+}
+
+func TestParseImplements(t *testing.T) {
+	for in, want := range map[string][]string{
+		"": nil, "auto": nil, "KEP-6277": {"KEP-6277"}, " KEP-6276 , KEP-6277 ": {"KEP-6276", "KEP-6277"}, "KEP-6276,KEP-6276": {"KEP-6276"},
+	} {
+		got, err := ParseImplements(in)
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("ParseImplements(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"6276", "KEP-6276,deployments", "both"} {
+		if _, err := ParseImplements(in); err == nil || !strings.Contains(err.Error(), "--implements (env IMPLEMENTS)") {
+			t.Errorf("ParseImplements(%q): error %v, want one naming the flag", in, err)
+		}
 	}
 }
 

@@ -19,7 +19,7 @@ import (
 // conformanceCmd runs the suite's prerequisite check against an existing
 // cluster on its own (the suite runs the same check before any spec):
 //
-//	was-harness conformance --check-only --kubeconfig K [--artifacts D] [--canary-timeout 2m] [--no-canary]
+//	was-harness conformance --check-only --kubeconfig K [--artifacts D] [--implements KEP-6276,KEP-6277] [--canary-timeout 2m] [--no-canary]
 //
 // It prints what it saw, writes D/environment.json when --artifacts is
 // given, and fails when something essential is missing. The suite itself
@@ -30,6 +30,7 @@ func conformanceCmd(args []string) error {
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the cluster to check (required; $KUBECONFIG is not read, as in make e2e)")
 	artifacts := fs.String("artifacts", "", "directory to write environment.json into (empty: do not write)")
 	canaryTimeout := fs.Duration("canary-timeout", framework.DefaultCanaryTimeout, "how long the canaries (a gang Deployment for KEP-6276, a gang StatefulSet for KEP-6277) may wait for their Workloads")
+	implementsFlag := fs.String("implements", os.Getenv("IMPLEMENTS"), "the KEPs the implementation under test implements: KEP-6276, KEP-6277 or both comma-separated; a declared KEP whose canary gets no Workload fails the check; empty or auto: found out by the canaries (env IMPLEMENTS)")
 	noCanary := fs.Bool("no-canary", false, "skip the canaries (they create a temporary namespace with a 2-replica Deployment and a 2-replica StatefulSet); then no KEP is judged")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -40,13 +41,17 @@ func conformanceCmd(args []string) error {
 	if *kubeconfig == "" {
 		return errors.New("conformance: --kubeconfig is required")
 	}
+	implements, err := framework.ParseImplements(*implementsFlag)
+	if err != nil {
+		return fmt.Errorf("conformance: %w", err)
+	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
 	if err != nil {
 		return fmt.Errorf("loading kubeconfig %s: %w", *kubeconfig, err)
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	env := framework.CheckPrerequisites(ctx, cfg, framework.PrereqOptions{Canary: !*noCanary, CanaryTimeout: *canaryTimeout})
+	env := framework.CheckPrerequisites(ctx, cfg, framework.PrereqOptions{Canary: !*noCanary, CanaryTimeout: *canaryTimeout, Implements: implements})
 	env.Cluster = "existing"
 	fmt.Print(testplan.EnvironmentMarkdown(env))
 	if *artifacts != "" {
