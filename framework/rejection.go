@@ -11,6 +11,8 @@ import (
 	"github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/workload-aware/apps-harness/testplan"
 )
 
 // Rejection is what a spec accepts as the API's answer to a request the KEPs
@@ -193,7 +195,7 @@ func ExpectGateOff(c GateOffCreate) string {
 	ginkgo.GinkgoHelper()
 	reading, err := JudgeGateOff(c)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	ginkgo.AddReportEntry("reading", reading)
+	ginkgo.AddReportEntry(testplan.ReadingEntry, reading)
 	return reading
 }
 

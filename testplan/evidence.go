@@ -26,11 +26,16 @@ type evidenceLine struct {
 	Name   string
 	Status Status
 	Reason string
+	// Reading is the reading of the KEP the implementation took, where the
+	// KEP allows more than one (TestResult.Reading).
+	Reading string
 }
 
 // Text renders "name" for a pass and "name (SKIP: reason)" otherwise.
 func (e evidenceLine) Text() string {
 	switch {
+	case e.Status == StatusPass && e.Reading != "":
+		return fmt.Sprintf("%s (reading taken: %s)", e.Name, e.Reading)
 	case e.Status == StatusPass:
 		return e.Name
 	case e.Reason == "":
@@ -44,7 +49,7 @@ func (e evidenceLine) Text() string {
 func evidenceLines(tests []TestResult) (lines []evidenceLine, more int) {
 	seen := map[evidenceLine]bool{}
 	for _, t := range tests {
-		e := evidenceLine{Name: truncate(t.DisplayName(), maxNameLen), Status: t.Status}
+		e := evidenceLine{Name: truncate(t.DisplayName(), maxNameLen), Status: t.Status, Reading: t.Reading}
 		if t.Status != StatusPass {
 			e.Reason = truncate(t.Reason, maxReasonLen)
 		}

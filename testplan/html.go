@@ -37,10 +37,11 @@ type htmlEvidence struct {
 }
 
 type htmlLine struct {
-	Name   string
-	Status Status
-	Class  string
-	Reason string
+	Name    string
+	Status  Status
+	Class   string
+	Reason  string
+	Reading string
 }
 
 type htmlKEP struct {
@@ -114,7 +115,7 @@ func htmlEvidenceOf(tests []TestResult, note string) htmlEvidence {
 	lines, more := evidenceLines(tests)
 	e := htmlEvidence{More: more, Note: note}
 	for _, l := range lines {
-		e.Lines = append(e.Lines, htmlLine{Name: l.Name, Status: l.Status, Class: statusClass(l.Status), Reason: l.Reason})
+		e.Lines = append(e.Lines, htmlLine{Name: l.Name, Status: l.Status, Class: statusClass(l.Status), Reason: l.Reason, Reading: l.Reading})
 	}
 	return e
 }
@@ -189,4 +190,4 @@ tr.st-pass td, tr.st-partial td, tr.st-reference-only td, tr.st-skip td, tr.st-n
 {{else}}<p>None: every id named by a test is in the plan.</p>{{end}}
 </body>
 </html>
-{{define "evidence"}}{{if or .Lines .Note}}<ul>{{range .Lines}}<li>{{.Name}}{{if ne .Status "PASS"}} <span class="badge {{.Class}}">{{.Status}}</span>{{if .Reason}} <span class="reason">{{.Reason}}</span>{{end}}{{end}}</li>{{end}}{{if .More}}<li>… (+{{.More}} more)</li>{{end}}{{if .Note}}<li class="reason">{{.Note}}</li>{{end}}</ul>{{else}}<span class="none">none</span>{{end}}{{end}}`
+{{define "evidence"}}{{if or .Lines .Note}}<ul>{{range .Lines}}<li>{{.Name}}{{if .Reading}} <span class="reason">reading taken: {{.Reading}}</span>{{end}}{{if ne .Status "PASS"}} <span class="badge {{.Class}}">{{.Status}}</span>{{if .Reason}} <span class="reason">{{.Reason}}</span>{{end}}{{end}}</li>{{end}}{{if .More}}<li>… (+{{.More}} more)</li>{{end}}{{if .Note}}<li class="reason">{{.Note}}</li>{{end}}</ul>{{else}}<span class="none">none</span>{{end}}{{end}}`

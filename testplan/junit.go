@@ -39,6 +39,9 @@ type junitCase struct {
 	Skipped   *junitMessage `xml:"skipped"`
 	Failure   *junitMessage `xml:"failure"`
 	Error     *junitMessage `xml:"error"`
+	// SystemErr is Ginkgo's rendered timeline of the spec, report entries
+	// included.
+	SystemErr string `xml:"system-err"`
 }
 
 type junitMessage struct {
@@ -211,7 +214,7 @@ func (r *junitSuiteReader) spec(c junitCase, name string, status Status, reason 
 	for _, l := range r.suiteLabels {
 		ids = appendUnique(ids, IDsIn(l)...)
 	}
-	res := TestResult{Source: SourceJUnit, Suite: r.name, Name: text, Labels: labels, Status: status, Reason: reason, IDs: ids}
+	res := TestResult{Source: SourceJUnit, Suite: r.name, Name: text, Labels: labels, Status: status, Reason: reason, IDs: ids, Reading: readingOf(c.SystemErr)}
 	if status == StatusSkip && !r.dryRun && strings.HasPrefix(reason, NotImplementedPrefix) {
 		res.Status, res.Reason = StatusNotImplemented, strings.TrimPrefix(reason, NotImplementedPrefix)
 	}
@@ -223,6 +226,25 @@ func (r *junitSuiteReader) spec(c junitCase, name string, status Status, reason 
 		}
 	}
 	return res
+}
+
+// ReadingEntry is the name of the Ginkgo report entry in which a spec
+// records which reading of an ambiguous KEP sentence the implementation took
+// (framework.ExpectGateOff); the report shows it next to the spec.
+const ReadingEntry = "reading"
+
+// readingEntry matches a "reading" report entry in Ginkgo's rendered timeline
+// (reporters/default_reporter.go emitReportEntry: "<name> - <location> @
+// <time>", then the value, indented, on the next line).
+var readingEntry = regexp.MustCompile(`(?m)^\s*` + ReadingEntry + ` - \S+ @ [^\n]*\n\s*(\S[^\n]*)$`)
+
+// readingOf returns the distinct "reading" entries of a timeline, joined.
+func readingOf(timeline string) string {
+	var readings []string
+	for _, m := range readingEntry.FindAllStringSubmatch(timeline, -1) {
+		readings = appendUnique(readings, strings.TrimSpace(m[1]))
+	}
+	return strings.Join(readings, "; ")
 }
 
 // skippedWithoutReason: Ginkgo skipped the spec itself (label filter, focus,

@@ -96,6 +96,10 @@ type TestResult struct {
 	Status Status
 	// Reason is the skip reason for SKIP and a short failure message for FAIL.
 	Reason string
+	// Reading is which reading of an ambiguous KEP sentence the
+	// implementation took, as the spec recorded it (ReadingEntry); empty
+	// where the spec records none.
+	Reading string
 	// Output is the full log of a failed Go test or package (empty otherwise),
 	// for the people reading test-summary.
 	Output string
