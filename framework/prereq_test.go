@@ -186,7 +186,10 @@ func TestJudgeKEPs(t *testing.T) {
 	ok := func(kep, kind string) kepProbe {
 		return kepProbe{KEP: kep, Kind: kind, Invalid: "an invalid " + kind, Rejected: true, Rejection: "denied", Workload: "w", Controller: true, Manager: "m", Waited: time.Second, Timeout: 15 * time.Second}
 	}
-	absent := func(p kepProbe) kepProbe { p.Workload, p.Manager, p.Rejected, p.Controller = "", "", false, false; return p }
+	absent := func(p kepProbe) kepProbe {
+		p.Workload, p.Manager, p.Rejected, p.Controller = "", "", false, false
+		return p
+	}
 	noValidation := func(p kepProbe) kepProbe { p.Rejected = false; return p }
 	notController := func(p kepProbe) kepProbe { p.Controller = false; return p }
 	refused := func(p kepProbe) kepProbe {
