@@ -56,7 +56,7 @@ var _ = ginkgo.Describe("A Workload denied for longer than the controllers retry
 
 			ginkgo.By(fmt.Sprintf("for %s no pod of the gang exists: without its Workload there is no PodGroup to put it in", outage))
 			gomega.Consistently(ctx, func(ctx context.Context) (int, error) { return podCount(ctx, f, d) }).
-				WithTimeout(outage).WithPolling(5*time.Second).Should(gomega.BeZero())
+				WithTimeout(outage).WithPolling(5 * time.Second).Should(gomega.BeZero())
 
 			denial.Lift(ctx)
 			// Retries with backoff may wait about as long again as they have
