@@ -61,6 +61,8 @@ tools: ## Build the harness's own commands, and the ginkgo CLI of go.mod's versi
 .PHONY: verify
 verify: ## In seconds, without a cluster: every test-plan id has a spec (dry run of the e2e suite) or a unit test (go test -list).
 	@mkdir -p $(VERIFY_DIR)
+	@# gofmt: two unformatted files once went unnoticed for weeks.
+	@unformatted=$$(git ls-files -z '*.go' | xargs -0 gofmt -l); [[ -z "$$unformatted" ]] || { echo "not gofmt-formatted (run gofmt -w on them):" $$unformatted >&2; exit 1; }
 	go build -o $(REPORT) ./cmd/testplan-report
 	go test -c -tags e2e -o $(VERIFY_DIR)/e2e.test ./suites/e2e
 	@echo "listing the specs: $(VERIFY_DIR)/e2e.test --ginkgo.dry-run (no cluster is started)"
