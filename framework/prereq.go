@@ -484,6 +484,11 @@ func PrerequisiteError(env *testplan.Environment, kubeconfig string) error {
 // checkExistingCluster runs the prerequisite check in vendor mode, records
 // it in $ARTIFACTS/environment.json and fails the suite on what is missing.
 func checkExistingCluster(ctx context.Context, cfg *rest.Config) error {
+	// First, and in a second: a hook that cannot run would otherwise fail
+	// every spec that needs it, after the whole run.
+	if err := CheckHooks(ctx, TestContext.Hooks()); err != nil {
+		return err
+	}
 	env := CheckPrerequisites(ctx, cfg, PrereqOptions{
 		Canary: true,
 		// Never below the specs' own pods-bound bound (scaled with --timeout-scale).
