@@ -31,6 +31,14 @@ E2E_KUBECONFIG := $(abspath $(KUBECONFIG))
 endif
 export E2E_KUBECONFIG
 
+# A hook given as a relative path (RECONFIGURE_COMMAND=hack/reconfigure-local.sh
+# make conformance ...) is resolved against the directory make was called from,
+# as the caller's shell would resolve it: the inherited $PWD, which `make -C DIR`
+# leaves as it was (CURDIR follows -C), else CURDIR. The suite runs in another
+# working directory (the ginkgo CLI's), so it needs this (framework/hooks.go).
+WAS_HOOK_DIR ?= $(if $(filter /%,$(PWD)),$(PWD),$(CURDIR))
+export WAS_HOOK_DIR
+
 HARNESS := $(OUTPUT_DIR)/bin/was-harness
 REPORT  := $(OUTPUT_DIR)/bin/testplan-report
 VERIFY_DIR := $(OUTPUT_DIR)/verify
@@ -112,7 +120,7 @@ stress: tools ## The suites under CPU load (STRESS_PROCS busy processes, default
 
 .PHONY: conformance conformance-kubeconfig
 conformance: conformance-kubeconfig tools ## Vendor mode: check, then test the existing cluster of KUBECONFIG= (no Disruptive specs unless ALLOW_DISRUPTIVE=1).
-	@# The prerequisite check fails in a second, before the suite compiles; the suite repeats it and records it.
+	@# The prerequisite check (with each given hook called once as `check`) fails in a second, before the suite compiles; the suite repeats it and records it.
 	$(HARNESS) conformance --check-only --kubeconfig $(E2E_KUBECONFIG)
 	hack/e2e.sh
 

@@ -47,6 +47,9 @@ type Config struct {
 	// ReconfigureCommand changes one component's feature gates and
 	// runtime-config on an existing cluster (see reconfigure_command.go).
 	ReconfigureCommand string
+	// HookDir is what a hook's relative path is resolved against: the
+	// directory make was called from (hooks.go). Empty: the working directory.
+	HookDir string
 	// PodImage and PodImagePullPolicy are the image and pull policy of the
 	// builders' pods (builder.DefaultImage). Where kubelets really run pods
 	// (kind), the image must be on the nodes: hack/e2e-kind.sh passes the
@@ -165,8 +168,9 @@ func RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&TestContext.Artifacts, "artifacts", envOr("ARTIFACTS", "_artifacts"), "directory for logs, failure dumps and reports (env ARTIFACTS)")
 	fs.StringVar(&TestContext.TopologyKey, "topology-key", "topology.kubernetes.io/rack", "node label used as the topology domain by placement specs")
 	fs.StringVar(&TestContext.CrashMode, "crash-mode", envOr("CRASH_MODE", "crashpoint"), "crash-recovery specs: crashpoint (reference --crash-after) or seed (stop the controller, seed the partial state, start it) (env CRASH_MODE)")
-	fs.StringVar(&TestContext.ControllerRestartCommand, "controller-restart-command", os.Getenv("CONTROLLER_RESTART_COMMAND"), "seed mode on an existing cluster: shell command that stops or starts the controllers under test and returns when done; run as `sh -c COMMAND sh ACTION`, ACTION (stop|start) is $1 and $WAS_CONTROLLER_ACTION (env CONTROLLER_RESTART_COMMAND)")
-	fs.StringVar(&TestContext.ReconfigureCommand, "reconfigure-command", os.Getenv("RECONFIGURE_COMMAND"), "an existing cluster: shell command that restarts one component with feature gates and runtime-config, run as `sh -c COMMAND sh COMPONENT FEATURE_GATES RUNTIME_CONFIG`, the three also in $WAS_COMPONENT, $WAS_FEATURE_GATES, $WAS_RUNTIME_CONFIG (see docs/vendor-guide.md); it lets the Disruptive gate, upgrade and skew specs run (env RECONFIGURE_COMMAND)")
+	fs.StringVar(&TestContext.ControllerRestartCommand, "controller-restart-command", os.Getenv("CONTROLLER_RESTART_COMMAND"), "seed mode on an existing cluster: shell command that stops or starts the controllers under test and returns when done; run as `sh -c COMMAND sh ACTION`, ACTION (stop|start, or check before any spec) is $1 and $WAS_CONTROLLER_ACTION (env CONTROLLER_RESTART_COMMAND)")
+	fs.StringVar(&TestContext.ReconfigureCommand, "reconfigure-command", os.Getenv("RECONFIGURE_COMMAND"), "an existing cluster: shell command that restarts one component with feature gates and runtime-config, run as `sh -c COMMAND sh COMPONENT FEATURE_GATES RUNTIME_CONFIG`, the three also in $WAS_COMPONENT, $WAS_FEATURE_GATES, $WAS_RUNTIME_CONFIG, and once as `sh -c COMMAND sh check` before any spec (see docs/vendor-guide.md); it lets the Disruptive gate, upgrade and skew specs run (env RECONFIGURE_COMMAND)")
+	fs.StringVar(&TestContext.HookDir, "hook-dir", os.Getenv(HookDirEnv), "directory a hook command's relative first word (hack/reconfigure-local.sh) is resolved against; make passes the directory it was called from; empty: the working directory (env "+HookDirEnv+")")
 	fs.StringVar(&TestContext.PodImage, "pod-image", envOr("POD_IMAGE", builder.DefaultImage), "image of the suite's pods; on a cluster whose kubelets run pods it must be present on the nodes or pullable (env POD_IMAGE)")
 	fs.StringVar(&TestContext.PodImagePullPolicy, "pod-image-pull-policy", os.Getenv("POD_IMAGE_PULL_POLICY"), "imagePullPolicy of the suite's pods: Always, IfNotPresent, Never or empty for the API's default (env POD_IMAGE_PULL_POLICY)")
 	fs.Float64Var(&TestContext.TimeoutScale, "timeout-scale", 1, "multiplier for every timeout of the suite")

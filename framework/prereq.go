@@ -545,6 +545,11 @@ func checkExistingCluster(ctx context.Context, cfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
+	// First, and in a second: a hook that cannot run would otherwise fail
+	// every spec that needs it, after the whole run.
+	if err := CheckHooks(ctx, TestContext.Hooks()); err != nil {
+		return err
+	}
 	env := CheckPrerequisites(ctx, cfg, PrereqOptions{
 		Canary:     true,
 		Implements: implements,

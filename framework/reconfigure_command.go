@@ -23,7 +23,9 @@ import (
 // settings plus exactly these feature gates ("A=false,B=true") and
 // kube-apiserver runtime-config entries ("scheduling.k8s.io/v1beta1=false").
 // Each call replaces the previous one's for that component; empty values mean
-// "back to normal". The suite always restores what it changed.
+// "back to normal". The suite always restores what it changed. Before any
+// spec it calls the hook once as `sh -c "$CMD" sh check "" ""`, which must
+// change nothing (hooks.go).
 //
 // <component> is where the KEPs put each side of a gate: kube-apiserver,
 // kube-controller-manager, kube-scheduler, and, for an implementation outside
@@ -84,7 +86,7 @@ func (h *hookReconfigurer) apply(ctx context.Context, change ComponentChange) (f
 
 // runHook tells the hook to run component with cc's gates and runtime-config.
 func runHook(ctx context.Context, component localcluster.Component, cc localcluster.ComponentConfig) error {
-	args := []string{"-c", TestContext.ReconfigureCommand, "sh", HookComponent(component), joinSorted(cc.FeatureGates), joinSorted(cc.RuntimeConfig)}
+	args := []string{"-c", TestContext.ReconfigureHook().Command, "sh", HookComponent(component), joinSorted(cc.FeatureGates), joinSorted(cc.RuntimeConfig)}
 	ctx, cancel := context.WithTimeout(ctx, 3*TestContext.Timeouts.ClusterStart)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "sh", args...)

@@ -7,10 +7,12 @@
 #   CONTROLLER_RESTART_COMMAND=hack/controller-restart-local.sh \
 #     make conformance KUBECONFIG=_output/cluster/kubeconfig ALLOW_DISRUPTIVE=1
 #
-# Called as: controller-restart-local.sh stop|start (or with the action in
-# $WAS_CONTROLLER_ACTION). "stop" restarts the reference's controller manager
-# with no controllers (it keeps serving /healthz, so nothing else notices);
-# "start" puts back its normal flags. Both return once it is ready again.
+# Called as: controller-restart-local.sh stop|start|check (or with the action
+# in $WAS_CONTROLLER_ACTION). "stop" restarts the reference's controller
+# manager with no controllers (it keeps serving /healthz, so nothing else
+# notices); "start" puts back its normal flags. Both return once it is ready
+# again. "check", once before any spec, changes nothing: exit 0 when this
+# hook can do its job here.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CLUSTER_DIR=${CLUSTER_DIR:-$ROOT/_output/cluster}
@@ -18,7 +20,14 @@ HARNESS=${HARNESS:-$ROOT/_output/bin/was-harness}
 CONTROLLERS=${IMPLEMENTATION_CONTROLLERS:-was-controller-manager}
 action=${1:-${WAS_CONTROLLER_ACTION:-}}
 case $action in
+  check)
+    # Before any spec: change nothing, only see that the tool is there and
+    # the cluster of CLUSTER_DIR runs the controllers this hook restarts.
+    [[ -x $HARNESS ]] || { echo "$0 check: $HARNESS is missing: run 'make tools' (or set HARNESS=)" >&2; exit 1; }
+    status=$("$HARNESS" cluster status --dir "$CLUSTER_DIR") || { echo "$0 check: no cluster in $CLUSTER_DIR: run 'make cluster-up' (or set CLUSTER_DIR=)" >&2; exit 1; }
+    grep -q "^$CONTROLLERS .* running " <<<"$status" || { echo "$0 check: $CONTROLLERS does not run in the cluster of $CLUSTER_DIR (set IMPLEMENTATION_CONTROLLERS=); its status:" >&2; echo "$status" >&2; exit 1; }
+    exit 0 ;;
   stop) exec "$HARNESS" cluster restart --dir "$CLUSTER_DIR" --component "$CONTROLLERS" --arg controllers= ;;
   start) exec "$HARNESS" cluster restart --dir "$CLUSTER_DIR" --component "$CONTROLLERS" --reset ;;
-  *) echo "usage: $0 stop|start (or WAS_CONTROLLER_ACTION=stop|start); got '$action'" >&2; exit 2 ;;
+  *) echo "usage: $0 stop|start|check (or WAS_CONTROLLER_ACTION=stop|start|check); got '$action'" >&2; exit 2 ;;
 esac

@@ -27,6 +27,8 @@
 # KIND_CLUSTER_NAME the name, KEEP_CLUSTER=1 keeps the cluster (and engine).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# A hook's relative path resolves against the caller's directory (hack/e2e.sh).
+export WAS_HOOK_DIR=${WAS_HOOK_DIR:-$PWD}
 cd "$ROOT"
 ARTIFACTS=${ARTIFACTS:-$ROOT/_artifacts}
 OUTPUT_DIR=${OUTPUT_DIR:-$ROOT/_output}

@@ -7,6 +7,9 @@
 # and the trap below stops anything still recorded in the cluster's state file.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# A hook's relative path resolves against the caller's directory (make sets
+# it; framework/hooks.go), not against this script's or the suite's.
+export WAS_HOOK_DIR=${WAS_HOOK_DIR:-$PWD}
 cd "$ROOT"
 ARTIFACTS=${ARTIFACTS:-$ROOT/_artifacts}
 OUTPUT_DIR=${OUTPUT_DIR:-$ROOT/_output}

@@ -4,7 +4,9 @@
 #
 #   RECONFIGURE_COMMAND=hack/reconfigure-local.sh make conformance KUBECONFIG=_output/cluster/kubeconfig ALLOW_DISRUPTIVE=1
 #
-# Called as: reconfigure-local.sh <component> <feature-gates> <runtime-config>.
+# Called as: reconfigure-local.sh <component> <feature-gates> <runtime-config>,
+# or reconfigure-local.sh check (before any spec: exit 0, changing nothing,
+# when it can restart this cluster's components).
 # It restarts the component with the cluster's own settings plus exactly the
 # given gates and runtime-config (--reset drops what an earlier call set), and
 # returns once it is ready again. The implementation's two sides map to the
@@ -20,6 +22,14 @@ if (($# > 0)); then
 else
   component=${WAS_COMPONENT:?usage: $0 <component> <feature-gates> <runtime-config> (or WAS_COMPONENT, WAS_FEATURE_GATES, WAS_RUNTIME_CONFIG)}
   gates=${WAS_FEATURE_GATES:-} runtime_config=${WAS_RUNTIME_CONFIG:-}
+fi
+# check (called once before any spec): change nothing, only see that the
+# tool and a running cluster of CLUSTER_DIR are there.
+if [[ $component == check ]]; then
+  [[ -x $HARNESS ]] || { echo "$0 check: $HARNESS is missing: run 'make tools' (or set HARNESS=)" >&2; exit 1; }
+  status=$("$HARNESS" cluster status --dir "$CLUSTER_DIR") || { echo "$0 check: no cluster in $CLUSTER_DIR: run 'make cluster-up' (or set CLUSTER_DIR=)" >&2; exit 1; }
+  grep -q ' running ' <<<"$status" || { echo "$0 check: no component of the cluster in $CLUSTER_DIR runs: run 'make cluster-up'" >&2; exit 1; }
+  exit 0
 fi
 case $component in
   implementation-admission) component=${IMPLEMENTATION_ADMISSION:-was-webhook} ;;

@@ -197,7 +197,8 @@ func crashControllerFor(c crashCase, namespace string) *crashController {
 		if cmd == "" {
 			ginkgo.Skip("crash recovery on an existing cluster needs --controller-restart-command (a shell command that stops ($1=stop) and starts ($1=start) the controllers under test); crash points exist only in the harness's local cluster")
 		}
-		return vendorController(cmd)
+		// The command as run: a relative path resolved (framework/hooks.go).
+		return vendorController(framework.TestContext.ControllerRestartHook().Command)
 	}
 	if !slices.Contains(lc.RunningComponents(), framework.ReferenceControllerManager) {
 		ginkgo.Skip("the local cluster runs without the reference implementation (was-controller-manager): nothing to crash")
