@@ -435,15 +435,22 @@ func canary(ctx context.Context, cs kubernetes.Interface, seam *IntentSeam, opts
 
 	start := time.Now()
 	var owners [2]metav1.Object
-	if created, err := seam.CreateDeployment(ctx, d, gang(nil)); err != nil {
-		probes[0].CreateErr = err
-	} else {
-		owners[0] = created
+	// A KEP not declared is not judged: no canary to wait for (its
+	// validation probe above is still recorded, as information).
+	declared := func(kep string) bool { return len(opts.Implements) == 0 || slices.Contains(opts.Implements, kep) }
+	if declared(probes[0].KEP) {
+		if created, err := seam.CreateDeployment(ctx, d, gang(nil)); err != nil {
+			probes[0].CreateErr = err
+		} else {
+			owners[0] = created
+		}
 	}
-	if created, err := seam.CreateStatefulSet(ctx, set().Parallel().Obj(), gang(nil)); err != nil {
-		probes[1].CreateErr = err
-	} else {
-		owners[1] = created
+	if declared(probes[1].KEP) {
+		if created, err := seam.CreateStatefulSet(ctx, set().Parallel().Obj(), gang(nil)); err != nil {
+			probes[1].CreateErr = err
+		} else {
+			owners[1] = created
+		}
 	}
 	// The condition: each created canary is referenced by a Workload; bounded by
 	// opts.CanaryTimeout (a missing KEP ends the wait at the bound).
