@@ -191,7 +191,7 @@ func renderCorrect(w io.Writer, scope Scope, base Baseline, rows []CorrectRow) {
 	fmt.Fprintf(w, "%d correct variants run: %d agree with the reference, %d FAIL A CORRECT IMPLEMENTATION, %d not measured.\n\n",
 		len(rows), count[Agrees], count[FalsePositive], count[Unmeasured])
 	fmt.Fprintf(w, "Each variant makes a choice the KEPs allow and the reference did not make; the suite must give it every id the reference passes "+
-		"(the other KEP's ids reported as not implemented, for a variant of one KEP). %s\n\n", scope.sentence())
+		"(the other KEP's ids reported as not implemented, for a variant of one KEP). %s\n\n", scope.correctSentence())
 	renderBaseline(w, base, "!!! No baseline run: nothing to compare with.", "")
 	fmt.Fprintf(w, "| Variant | Area | Implements | Verdict | Reference's PASS ids kept | Not implemented | Time |\n|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {

@@ -106,7 +106,7 @@ const (
 	ScopeIDs Scope = "ids"
 )
 
-// sentence says, in the matrix, what a kill or a survivor means in s.
+// sentence says, in the kill matrix, what a kill or a survivor means in s.
 func (s Scope) sentence() string {
 	if s == ScopeIDs {
 		return "Scope: **ids**. Each variant ran only the specs labelled with the test-plan ids of its header (`# Ids:`), " +
@@ -114,6 +114,17 @@ func (s Scope) sentence() string {
 			"not what the whole suite catches: a survivor here may still be killed by another spec (MUTATION_SCOPE=all)."
 	}
 	return "Scope: **all**. Each variant ran the whole vendor-mode suite: this measures what the suite as a whole catches."
+}
+
+// correctSentence says, in the correct-variant matrix, what agreeing means
+// in s.
+func (s Scope) correctSentence() string {
+	if s == ScopeIDs {
+		return "Scope: **ids**. Each variant ran only the specs labelled with the test-plan ids of its header (`# Ids:`), " +
+			"the specs its choice touches; the baseline ran their union. This measures whether those specs accept the choice, " +
+			"not the whole suite: another spec may still fail it (MUTATION_SCOPE=all)."
+	}
+	return "Scope: **all**. Each variant ran the whole vendor-mode suite: this measures whether the suite as a whole accepts the choice."
 }
 
 // Verdict is what a variant's run says about the suite.
