@@ -571,7 +571,28 @@ func checkExistingCluster(ctx context.Context, cfg *rest.Config) error {
 	writeEnvironment(env)
 	// SetupSuite hands these to every process: their specs skip.
 	notImplemented = env.NotImplemented()
+	if w := undeclaredWarning(implements, notImplemented); w != "" {
+		fmt.Fprintln(os.Stderr, w)
+	}
 	return PrerequisiteError(env, TestContext.Kubeconfig)
+}
+
+// undeclaredWarning is what a run without --implements says when the
+// canaries found a KEP not implemented: its specs will skip, which is right
+// for an implementation of the other KEP alone and a silent failure for one
+// that claims both. Empty when the KEPs were declared or all answered.
+func undeclaredWarning(implements []string, notImpl map[string]string) string {
+	if len(implements) > 0 || len(notImpl) == 0 {
+		return ""
+	}
+	var keps []string
+	for k := range notImpl {
+		keps = append(keps, k)
+	}
+	slices.Sort(keps)
+	return fmt.Sprintf("[prerequisites] WARNING: %s found not implemented; its specs will report NOT-IMPLEMENTED, not FAIL. "+
+		"If your implementation claims it, declare what it implements (IMPLEMENTS=%s,%s, flag --implements) and a silent KEP stops the run instead.",
+		strings.Join(keps, " and "), kepDeployment, kepStatefulSet)
 }
 
 // recordLocalEnvironment records the harness's own cluster: what it

@@ -290,3 +290,18 @@ func TestNotImplementedReason(t *testing.T) {
 		t.Errorf("skipped with nothing recorded as not implemented")
 	}
 }
+
+// Without --implements, a KEP found silent is only skipped: the run says so
+// loudly and names the declaration that would make it a failure.
+func TestUndeclaredWarning(t *testing.T) {
+	notImpl := map[string]string{"KEP-6276": "no Workload"}
+	if w := undeclaredWarning(nil, notImpl); !strings.Contains(w, "KEP-6276 found not implemented") || !strings.Contains(w, "IMPLEMENTS=KEP-6276,KEP-6277") {
+		t.Errorf("warning %q", w)
+	}
+	if w := undeclaredWarning([]string{"KEP-6277"}, notImpl); w != "" {
+		t.Errorf("declared, yet warned: %q", w)
+	}
+	if w := undeclaredWarning(nil, map[string]string{}); w != "" {
+		t.Errorf("both answered, yet warned: %q", w)
+	}
+}
