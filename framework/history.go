@@ -244,6 +244,23 @@ func (h *WriteHistory) First(resource string, match func(Change) bool) (Change, 
 	return Change{}, false
 }
 
+// StateBefore returns the last change of the object uid of resource with a
+// revision below revision: the object as it stood when that write happened.
+// False when the history saw no such change.
+func (h *WriteHistory) StateBefore(resource, uid string, revision uint64) (Change, bool) {
+	var last Change
+	found := false
+	for _, c := range h.Sorted() {
+		if c.Revision >= revision {
+			break
+		}
+		if c.Resource == resource && c.UID == uid {
+			last, found = c, true
+		}
+	}
+	return last, found
+}
+
 // WaitFirst waits until a matching change was seen and returns it.
 func (h *WriteHistory) WaitFirst(ctx context.Context, resource, what string, match func(Change) bool) Change {
 	var got Change

@@ -221,3 +221,29 @@ func TestWriteHistoryStopIsNoGap(t *testing.T) {
 		t.Errorf("stopping the history reported a gap: %v", err)
 	}
 }
+
+// StateBefore is the object as it stood at another write: its last change
+// with a lower revision, and nothing when the history saw none.
+func TestWriteHistoryStateBefore(t *testing.T) {
+	h := &WriteHistory{}
+	at := func(rv string) *unstructured.Unstructured {
+		u := workloadAt("w", rv)
+		u.SetUID("w-uid")
+		return u
+	}
+	h.record("workloads", watch.Event{Type: watch.Added, Object: at("10")})
+	h.record("workloads", watch.Event{Type: watch.Modified, Object: at("20")})
+	other := workloadAt("other", "12")
+	other.SetUID("other-uid")
+	h.record("workloads", watch.Event{Type: watch.Added, Object: other})
+	for _, c := range []struct {
+		before uint64
+		want   uint64
+		ok     bool
+	}{{5, 0, false}, {10, 0, false}, {11, 10, true}, {15, 10, true}, {20, 10, true}, {25, 20, true}} {
+		got, ok := h.StateBefore("workloads", "w-uid", c.before)
+		if ok != c.ok || got.Revision != c.want {
+			t.Errorf("StateBefore(%d) = rv %d, %t; want rv %d, %t", c.before, got.Revision, ok, c.want, c.ok)
+		}
+	}
+}

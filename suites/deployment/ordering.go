@@ -42,9 +42,12 @@ var _ = ginkgo.Describe("Deployment scheduling write order", framework.KEP(6276)
 
 			gomega.Expect(wl.Revision).To(gomega.BeNumerically("<", pg.Revision),
 				"the PodGroup reached minCount 5 before the Workload template it inherits from:\n%s", h)
+			// Not only raised once before: at 5 when each pod is created (a
+			// quorum raised, then lowered again to the pods that exist, and
+			// raised as they arrive, breaks the same sentence).
 			for _, c := range created {
-				gomega.Expect(pg.Revision).To(gomega.BeNumerically("<", c.Revision),
-					"pod %s was created before the PodGroup's quorum was raised to 5:\n%s", c.Name, h)
+				expectMinCountAt(h, "workloads", wl, c, 5)
+				expectMinCountAt(h, "podgroups", pg, c, 5)
 			}
 		})
 
@@ -67,6 +70,8 @@ var _ = ginkgo.Describe("Deployment scheduling write order", framework.KEP(6276)
 				"pod %s was deleted before the Workload template's minCount was lowered to 2:\n%s", del.Name, h)
 			gomega.Expect(pg.Revision).To(gomega.BeNumerically("<", del.Revision),
 				"pod %s was deleted before the PodGroup's quorum was lowered to 2:\n%s", del.Name, h)
+			expectMinCountAt(h, "workloads", wl, del, 2)
+			expectMinCountAt(h, "podgroups", pg, del, 2)
 		})
 
 		// KEP-6276: "creation is fully idempotent so that controllers recover
@@ -122,6 +127,17 @@ var _ = ginkgo.Describe("Deployment scheduling write order", framework.KEP(6276)
 			}
 		})
 	})
+
+// expectMinCountAt fails unless obj (a Workload or PodGroup write in h) stood
+// at minCount want when the pod write happened: the quorum in force for that
+// pod, not merely a value the object once had.
+func expectMinCountAt(h *framework.WriteHistory, resource string, obj, pod framework.Change, want int32) {
+	ginkgo.GinkgoHelper()
+	at, ok := h.StateBefore(resource, obj.UID, pod.Revision)
+	gomega.Expect(ok).To(gomega.BeTrue(), "no write of %s %s before pod %s (rv %d):\n%s", resource, obj.Name, pod.Name, pod.Revision, h)
+	gomega.Expect(at.MinCount).To(gomega.Equal(want), "%s %s stood at minCount %d (rv %d) when pod %s was written (rv %d), not %d:\n%s",
+		resource, obj.Name, at.MinCount, at.Revision, pod.Name, pod.Revision, want, h)
+}
 
 // newPodCreations returns the pod creations in h of pods not in original.
 func newPodCreations(h *framework.WriteHistory, original map[string]bool) []framework.Change {
