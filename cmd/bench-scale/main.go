@@ -1,6 +1,8 @@
 // Command bench-scale measures the implementation's controllers at scale on
 // the harness's local cluster, against the same binary with the KEPs' gates
-// off (`make bench-scale`; pkg/benchscale does the work):
+// off (`make bench-scale`; internal/benchscale does the work; it needs
+// framework/, so it lives with its one user rather than in pkg/, below
+// framework/):
 //
 //	bench-scale [--n '25 50 100 200'] [--quick] [--artifacts D] [--output-dir O]
 //	            [--budget 25m] [--phase-timeout 5m] [--cpu-profile] [--scheduler-qps 500]
@@ -22,7 +24,7 @@ import (
 	"time"
 
 	"github.com/workload-aware/apps-harness/api/cluster"
-	"github.com/workload-aware/apps-harness/pkg/benchscale"
+	"github.com/workload-aware/apps-harness/cmd/bench-scale/internal/benchscale"
 	"github.com/workload-aware/apps-harness/pkg/localcluster"
 )
 
