@@ -352,9 +352,8 @@ func judgeKEPs(probes []kepProbe, implements []string) (keps []testplan.KEPCheck
 		case p.implemented():
 			problems = append(problems, testplan.Problem{Message: fmt.Sprintf("%s validation missing: a dry-run create of %s was accepted; the KEP's admission specs will fail", p.KEP, p.Invalid)})
 		}
-		declared := len(implements) == 0 || slices.Contains(implements, p.KEP)
 		switch {
-		case !declared:
+		case !declares(implements, p.KEP):
 			keps = append(keps, testplan.KEPCheck{KEP: p.KEP, Reason: fmt.Sprintf("not declared: the implementation under test declares --implements=%s", strings.Join(implements, ","))})
 			continue
 		case !p.implemented() && len(implements) > 0:
@@ -437,15 +436,14 @@ func canary(ctx context.Context, cs kubernetes.Interface, seam *IntentSeam, opts
 	var owners [2]metav1.Object
 	// A KEP not declared is not judged: no canary to wait for (its
 	// validation probe above is still recorded, as information).
-	declared := func(kep string) bool { return len(opts.Implements) == 0 || slices.Contains(opts.Implements, kep) }
-	if declared(probes[0].KEP) {
+	if declares(opts.Implements, probes[0].KEP) {
 		if created, err := seam.CreateDeployment(ctx, d, gang(nil)); err != nil {
 			probes[0].CreateErr = err
 		} else {
 			owners[0] = created
 		}
 	}
-	if declared(probes[1].KEP) {
+	if declares(opts.Implements, probes[1].KEP) {
 		if created, err := seam.CreateStatefulSet(ctx, set().Parallel().Obj(), gang(nil)); err != nil {
 			probes[1].CreateErr = err
 		} else {
@@ -492,6 +490,12 @@ func canary(ctx context.Context, cs kubernetes.Interface, seam *IntentSeam, opts
 	if len(managers) > 0 {
 		env.Implementation = strings.Join(managers, ", ") + " (field manager of the canaries' Workloads)"
 	}
+}
+
+// declares: the implementation under test claims kep (every KEP when
+// nothing was declared: auto-detection judges them all).
+func declares(implements []string, kep string) bool {
+	return len(implements) == 0 || slices.Contains(implements, kep)
 }
 
 // referencedBy: obj has an ownerReference to owner (by UID), controller or not.

@@ -108,23 +108,26 @@ const (
 
 // sentence says, in the kill matrix, what a kill or a survivor means in s.
 func (s Scope) sentence() string {
-	if s == ScopeIDs {
-		return "Scope: **ids**. Each variant ran only the specs labelled with the test-plan ids of its header (`# Ids:`), " +
-			"the specs meant for the rule it breaks; the baseline ran their union. This measures whether those specs catch the rule, " +
-			"not what the whole suite catches: a survivor here may still be killed by another spec (MUTATION_SCOPE=all)."
-	}
-	return "Scope: **all**. Each variant ran the whole vendor-mode suite: this measures what the suite as a whole catches."
+	return s.describe("the specs meant for the rule it breaks", "whether those specs catch the rule, not what the whole suite catches: a survivor here may still be killed by another spec",
+		"what the suite as a whole catches")
 }
 
 // correctSentence says, in the correct-variant matrix, what agreeing means
 // in s.
 func (s Scope) correctSentence() string {
+	return s.describe("the specs its choice touches", "whether those specs accept the choice, not the whole suite: another spec may still fail it",
+		"whether the suite as a whole accepts the choice")
+}
+
+// describe is the scope's sentence for either matrix: which specs each
+// variant ran (ids: which specs those are, then what that measures), or
+// what the whole suite measures (all).
+func (s Scope) describe(specs, idsMeasure, allMeasure string) string {
 	if s == ScopeIDs {
 		return "Scope: **ids**. Each variant ran only the specs labelled with the test-plan ids of its header (`# Ids:`), " +
-			"the specs its choice touches; the baseline ran their union. This measures whether those specs accept the choice, " +
-			"not the whole suite: another spec may still fail it (MUTATION_SCOPE=all)."
+			specs + "; the baseline ran their union. This measures " + idsMeasure + " (MUTATION_SCOPE=all)."
 	}
-	return "Scope: **all**. Each variant ran the whole vendor-mode suite: this measures whether the suite as a whole accepts the choice."
+	return "Scope: **all**. Each variant ran the whole vendor-mode suite: this measures " + allMeasure + "."
 }
 
 // Verdict is what a variant's run says about the suite.
