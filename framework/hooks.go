@@ -58,8 +58,8 @@ type Hook struct {
 // ReconfigureHook is --reconfigure-command, resolved.
 func (c *Config) ReconfigureHook() Hook {
 	return newHook("--reconfigure-command", "RECONFIGURE_COMMAND", c.ReconfigureCommand, c.HookDir,
-		// The verb takes the component's place, with empty gates and runtime-config.
-		[]string{HookCheck, "", ""}, []string{"WAS_COMPONENT=" + HookCheck, "WAS_FEATURE_GATES=", "WAS_RUNTIME_CONFIG="})
+		// The verb takes the component's place, with every setting empty.
+		[]string{HookCheck, "", "", "", ""}, []string{"WAS_COMPONENT=" + HookCheck, "WAS_FEATURE_GATES=", "WAS_RUNTIME_CONFIG=", "WAS_VERSION=", "WAS_ARGS="})
 }
 
 // ControllerRestartHook is --controller-restart-command, resolved.

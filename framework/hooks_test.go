@@ -83,12 +83,12 @@ func TestCheckHooksRunsGivenHooksOnce(t *testing.T) {
 		t.Fatalf("calls:\n%q\nwant %q", got, want)
 	}
 	// A command that passes its arguments on gets the verb in the
-	// component's place, with empty gates and runtime-config.
+	// component's place, with every setting empty.
 	if err := CheckHooks(context.Background(), (&Config{ReconfigureCommand: `hooks/ok.sh "$@"`, HookDir: dir}).Hooks()); err != nil {
 		t.Fatal(err)
 	}
 	got, _ = os.ReadFile(log)
-	if want := "check|3|check|\n"; !strings.HasSuffix(string(got), want) {
+	if want := "check|5|check|\n"; !strings.HasSuffix(string(got), want) {
 		t.Fatalf("calls:\n%q\nwant the last %q", got, want)
 	}
 	// Names on PATH and absolute paths run as given.
@@ -150,7 +150,7 @@ func TestHookRelativePathRuns(t *testing.T) {
 	t.Cleanup(func() { TestContext = saved })
 	TestContext.ReconfigureCommand, TestContext.HookDir = "hooks/ok.sh", dir
 	// ok.sh exits 9 on anything but check; its log line is what proves it ran.
-	err := runHook(context.Background(), ReferenceControllerManager, GateOn(WorkloadWithDeployment, false, ReferenceControllerManager)[0].ComponentConfig)
+	err := runHook(context.Background(), ReferenceControllerManager, hookSettings{ComponentConfig: GateOn(WorkloadWithDeployment, false, ReferenceControllerManager)[0].ComponentConfig})
 	if err == nil || !strings.Contains(err.Error(), "exit status 9") {
 		t.Fatalf("runHook through a relative path: want ok.sh's own exit status 9, got %v", err)
 	}

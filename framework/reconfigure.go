@@ -3,6 +3,8 @@ package framework
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 
 	"github.com/onsi/ginkgo/v2"
@@ -19,10 +21,25 @@ import (
 type ComponentChange struct {
 	Component localcluster.Component
 	localcluster.ComponentConfig
+	// Version runs the component at another Kubernetes version (version
+	// skew, a downgrade): on the local cluster the binary of
+	// OutputDir/bin/kube/<Version>/, through a vendor hook its image at that
+	// tag (the hook's <version>). An older component does not know this
+	// cluster's gates: give it OmitFeatureGates, which a hook reads as "only
+	// the gates given".
+	Version string
 }
 
 func (c ComponentChange) String() string {
+	if c.Version != "" {
+		return fmt.Sprintf("%s %s with %s", c.Component, c.Version, c.ComponentConfig)
+	}
 	return fmt.Sprintf("%s with %s", c.Component, c.ComponentConfig)
+}
+
+// binaryOf is the local cluster's binary of component at version.
+func binaryOf(component localcluster.Component, version string) string {
+	return filepath.Join(TestContext.OutputDir, "bin", "kube", version, string(component))
 }
 
 // ReconfigureInput is the input of Reconfigure.
@@ -121,9 +138,25 @@ func reconfigurerFor(lc *localcluster.Cluster, changes ...ComponentChange) recon
 // localReconfigurer restarts the local cluster's processes.
 type localReconfigurer struct{ lc *localcluster.Cluster }
 
-func (localReconfigurer) cannot(ComponentChange) string { return "" }
+func (localReconfigurer) cannot(c ComponentChange) string {
+	if c.Version == "" || c.Binary != "" {
+		return ""
+	}
+	if b := binaryOf(c.Component, c.Version); !fileExists(b) {
+		return fmt.Sprintf("needs %s for %s: build it with `KUBE_VERSION=%s KUBE_BINARIES=%s hack/build-binaries.sh` (make e2e builds the skew kube-scheduler)", b, c, c.Version, c.Component)
+	}
+	return ""
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
 
 func (l localReconfigurer) apply(ctx context.Context, change ComponentChange) (func(context.Context) error, error) {
+	if change.Version != "" && change.Binary == "" {
+		change.Binary = binaryOf(change.Component, change.Version)
+	}
 	var previous localcluster.ComponentConfig
 	err := l.lc.Restart(ctx, change.Component, func(cc *localcluster.ComponentConfig) {
 		previous = cc.DeepCopy()

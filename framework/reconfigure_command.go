@@ -17,15 +17,20 @@ import (
 
 // The vendor hook: --reconfigure-command (env RECONFIGURE_COMMAND) is run as
 //
-//	sh -c "$CMD" sh <component> <feature-gates> <runtime-config>
+//	sh -c "$CMD" sh <component> <feature-gates> <runtime-config> <version> <flags>
 //
 // and must return once the component runs again with the cluster's normal
-// settings plus exactly these feature gates ("A=false,B=true") and
-// kube-apiserver runtime-config entries ("scheduling.k8s.io/v1beta1=false").
-// Each call replaces the previous one's for that component; empty values mean
+// settings plus exactly these feature gates ("A=false,B=true"),
+// kube-apiserver runtime-config entries ("scheduling.k8s.io/v1beta1=false"),
+// Kubernetes version ("v1.36.3": that version's component, which gets only
+// the given gates, since it does not know this cluster's) and flags
+// ("--controllers=*,bootstrapsigner --other=x", space-separated). A hook that
+// cannot change versions or flags exits non-zero when asked to. Each call
+// replaces the previous one's for that component; all-empty values mean
 // "back to normal". The suite always restores what it changed. Before any
-// spec it calls the hook once as `sh -c "$CMD" sh check "" ""`, which must
-// change nothing (hooks.go).
+// spec it calls the hook once as `sh -c "$CMD" sh check "" "" "" ""`, which
+// must change nothing (hooks.go). hack/hooks/kubeadm/ is the hook of any
+// kubeadm cluster (kind included).
 //
 // <component> is where the KEPs put each side of a gate: kube-apiserver,
 // kube-controller-manager, kube-scheduler, and, for an implementation outside
@@ -48,14 +53,32 @@ func HookComponent(c localcluster.Component) string {
 type hookReconfigurer struct {
 	mu sync.Mutex
 	// current is what the hook was last told per component (nil: normal).
-	current map[localcluster.Component]localcluster.ComponentConfig
+	current map[localcluster.Component]hookSettings
 }
 
-var commandReconfigurer = &hookReconfigurer{current: map[localcluster.Component]localcluster.ComponentConfig{}}
+// hookSettings are one component's settings as the hook is told them.
+type hookSettings struct {
+	localcluster.ComponentConfig
+	Version string
+}
+
+// Merge applies change over s, as ComponentConfig.Merge does.
+func (s hookSettings) Merge(change ComponentChange) hookSettings {
+	out := hookSettings{ComponentConfig: s.ComponentConfig.Merge(change.ComponentConfig), Version: s.Version}
+	if change.Version != "" {
+		out.Version = change.Version
+	}
+	return out
+}
+
+var commandReconfigurer = &hookReconfigurer{current: map[localcluster.Component]hookSettings{}}
 
 func (*hookReconfigurer) cannot(c ComponentChange) string {
-	if c.Binary != "" || len(c.OmitFeatureGates) > 0 || len(c.ExtraArgs) > 0 {
-		return fmt.Sprintf("needs the harness's local cluster: the vendor hook changes feature gates and runtime-config only, not %s", c)
+	switch {
+	case c.Binary != "":
+		return fmt.Sprintf("needs the harness's local cluster: a vendor hook runs versions (<version>), not binaries (%s)", c)
+	case len(c.OmitFeatureGates) > 0 && c.Version == "":
+		return fmt.Sprintf("needs the harness's local cluster: a vendor hook drops the cluster's gates only for another version (%s)", c)
 	}
 	return ""
 }
@@ -64,7 +87,7 @@ func (h *hookReconfigurer) apply(ctx context.Context, change ComponentChange) (f
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	previous, had := h.current[change.Component]
-	next := previous.Merge(change.ComponentConfig)
+	next := previous.Merge(change)
 	if err := runHook(ctx, change.Component, next); err != nil {
 		return nil, err
 	}
@@ -84,21 +107,32 @@ func (h *hookReconfigurer) apply(ctx context.Context, change ComponentChange) (f
 	}, nil
 }
 
-// runHook tells the hook to run component with cc's gates and runtime-config.
-func runHook(ctx context.Context, component localcluster.Component, cc localcluster.ComponentConfig) error {
-	args := []string{"-c", TestContext.ReconfigureHook().Command, "sh", HookComponent(component), joinSorted(cc.FeatureGates), joinSorted(cc.RuntimeConfig)}
+// runHook tells the hook to run component with s's settings.
+func runHook(ctx context.Context, component localcluster.Component, s hookSettings) error {
+	args := []string{"-c", TestContext.ReconfigureHook().Command, "sh", HookComponent(component),
+		joinSorted(s.FeatureGates), joinSorted(s.RuntimeConfig), s.Version, hookFlags(s.ExtraArgs)}
 	ctx, cancel := context.WithTimeout(ctx, 3*TestContext.Timeouts.ClusterStart)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "sh", args...)
 	// The same values in the environment: a COMMAND that is a bare script path
 	// gets no positional arguments from `sh -c`, and can read these instead.
-	cmd.Env = append(os.Environ(), "WAS_COMPONENT="+args[3], "WAS_FEATURE_GATES="+args[4], "WAS_RUNTIME_CONFIG="+args[5])
+	cmd.Env = append(os.Environ(), "WAS_COMPONENT="+args[3], "WAS_FEATURE_GATES="+args[4], "WAS_RUNTIME_CONFIG="+args[5],
+		"WAS_VERSION="+args[6], "WAS_ARGS="+args[7])
 	out, err := cmd.CombinedOutput()
 	ginkgo.GinkgoWriter.Printf("reconfigure-command %q: %s\n", args[3:], out)
 	if err != nil {
-		return fmt.Errorf("--reconfigure-command %s %q %q: %w; output: %s", args[3], args[4], args[5], err, out)
+		return fmt.Errorf("--reconfigure-command %s %q %q %q %q: %w; output: %s", args[3], args[4], args[5], args[6], args[7], err, out)
 	}
 	return nil
+}
+
+// hookFlags renders flags as the hook's <flags>: "--a=x --b=y" in name order.
+func hookFlags(flags map[string]string) string {
+	parts := make([]string, 0, len(flags))
+	for _, k := range slices.Sorted(maps.Keys(flags)) {
+		parts = append(parts, "--"+k+"="+flags[k])
+	}
+	return strings.Join(parts, " ")
 }
 
 // joinSorted renders a map as "k=v,k=v" in key order.

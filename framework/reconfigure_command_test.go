@@ -16,8 +16,8 @@ func TestHookReconfigurer(t *testing.T) {
 	log := filepath.Join(t.TempDir(), "calls")
 	saved := TestContext.ReconfigureCommand
 	t.Cleanup(func() { TestContext.ReconfigureCommand = saved })
-	TestContext.ReconfigureCommand = `echo "$1|$2|$3|$WAS_COMPONENT" >> ` + log
-	h := &hookReconfigurer{current: map[localcluster.Component]localcluster.ComponentConfig{}}
+	TestContext.ReconfigureCommand = `echo "$1|$2|$3|$4|$5|$WAS_COMPONENT" >> ` + log
+	h := &hookReconfigurer{current: map[localcluster.Component]hookSettings{}}
 	ctx := context.Background()
 
 	off := GateOn(WorkloadWithDeployment, false, ReferenceControllerManager)[0]
@@ -35,19 +35,32 @@ func TestHookReconfigurer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, undo := range []func(context.Context) error{undo3, undo2, undo1} {
+	// Another version, with only the given gates, and flags (the downgrade to
+	// stock kube-controller-manager, the skew kube-scheduler).
+	old := ComponentChange{Component: localcluster.ControllerManager, Version: "v1.36.3", ComponentConfig: localcluster.ComponentConfig{
+		OmitFeatureGates: []string{"GenericWorkload"}, ExtraArgs: map[string]string{"controllers": "*,bootstrapsigner", "v": "2"}}}
+	if why := h.cannot(old); why != "" {
+		t.Fatalf("a version and flags go through the hook, but cannot() says: %s", why)
+	}
+	undo4, err := h.apply(ctx, old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, undo := range []func(context.Context) error{undo4, undo3, undo2, undo1} {
 		if err := undo(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
 	got, _ := os.ReadFile(log)
 	want := strings.Join([]string{
-		"implementation-controllers|WorkloadWithDeployment=false||implementation-controllers",
-		"implementation-controllers|DRAWorkloadResourceClaims=false,WorkloadWithDeployment=false||implementation-controllers",
-		"kube-apiserver||scheduling.k8s.io/v1beta1=false|kube-apiserver",
-		"kube-apiserver|||kube-apiserver",
-		"implementation-controllers|WorkloadWithDeployment=false||implementation-controllers",
-		"implementation-controllers|||implementation-controllers",
+		"implementation-controllers|WorkloadWithDeployment=false||||implementation-controllers",
+		"implementation-controllers|DRAWorkloadResourceClaims=false,WorkloadWithDeployment=false||||implementation-controllers",
+		"kube-apiserver||scheduling.k8s.io/v1beta1=false|||kube-apiserver",
+		"kube-controller-manager|||v1.36.3|--controllers=*,bootstrapsigner --v=2|kube-controller-manager",
+		"kube-controller-manager|||||kube-controller-manager",
+		"kube-apiserver|||||kube-apiserver",
+		"implementation-controllers|WorkloadWithDeployment=false||||implementation-controllers",
+		"implementation-controllers|||||implementation-controllers",
 	}, "\n") + "\n"
 	if string(got) != want {
 		t.Fatalf("hook calls:\n%s\nwant:\n%s", got, want)
@@ -57,6 +70,9 @@ func TestHookReconfigurer(t *testing.T) {
 	}
 	if why := h.cannot(ComponentChange{Component: localcluster.Scheduler, ComponentConfig: localcluster.ComponentConfig{Binary: "/old/kube-scheduler"}}); why == "" {
 		t.Fatal("a change of binary cannot go through the hook, but cannot() said it could")
+	}
+	if why := h.cannot(ComponentChange{Component: localcluster.Scheduler, ComponentConfig: localcluster.ComponentConfig{OmitFeatureGates: []string{"GenericWorkload"}}}); why == "" {
+		t.Fatal("dropping the cluster's gates without another version cannot go through the hook, but cannot() said it could")
 	}
 }
 
@@ -72,7 +88,7 @@ func TestHookScriptReadsEnvironment(t *testing.T) {
 	saved := TestContext.ReconfigureCommand
 	t.Cleanup(func() { TestContext.ReconfigureCommand = saved })
 	TestContext.ReconfigureCommand = script
-	h := &hookReconfigurer{current: map[localcluster.Component]localcluster.ComponentConfig{}}
+	h := &hookReconfigurer{current: map[localcluster.Component]hookSettings{}}
 	undo, err := h.apply(context.Background(), GateOn(WorkloadWithStatefulSet, false, ReferenceControllerManager)[0])
 	if err != nil {
 		t.Fatal(err)

@@ -25,6 +25,11 @@
 # KIND_NODE_IMAGE: use this node image instead of building one (e.g. a
 # published kindest/node; then KIND_DEFAULT_CNI=1 keeps kindnetd).
 # KIND_CLUSTER_NAME the name, KEEP_CLUSTER=1 keeps the cluster (and engine).
+# ALLOW_DISRUPTIVE=1 runs the Disruptive specs too, through the hooks of any
+# kubeadm cluster (hack/hooks/kubeadm: static pod manifests rewritten through
+# `docker exec`, the reference's DaemonSets patched); a full run (no
+# LABEL_FILTER) then fails on any id that is not PASS, unless ALLOW_SKIP=
+# "ID=reason; ..." names it (the report keeps the reason).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # A hook's relative path resolves against the caller's directory (hack/e2e.sh).
@@ -48,6 +53,8 @@ KEEP_CLUSTER=${KEEP_CLUSTER:-}
 KIND_DRA_DRIVER=${KIND_DRA_DRIVER:-1}
 DRA_DRIVER_IMAGE=localhost/was-dra-driver:dev
 E2E_RUNNER=${E2E_RUNNER:-host}
+ALLOW_DISRUPTIVE=${ALLOW_DISRUPTIVE:-}
+[[ $ALLOW_DISRUPTIVE == 1 && ${E2E_RUNNER:-host} == pod ]] && { echo "e2e-kind: ALLOW_DISRUPTIVE=1 needs E2E_RUNNER=host: the hooks run docker exec on this machine" >&2; exit 2; }
 E2E_TIMEOUT=${E2E_TIMEOUT:-90m}
 E2E_IMAGE=${E2E_IMAGE:-localhost/was-e2e:dev}
 [[ $E2E_RUNNER == host || $E2E_RUNNER == pod ]] || { echo "e2e-kind: E2E_RUNNER=$E2E_RUNNER: want host or pod" >&2; exit 2; }
@@ -123,6 +130,10 @@ cleanup() {
   log "exporting the cluster's logs to $ARTIFACTS/kind-logs"
   "$KIND" export logs "$ARTIFACTS/kind-logs" --name "$KIND_CLUSTER_NAME" >/dev/null 2>&1 || log "kind export logs failed"
   timed "export logs"
+  if [[ $ALLOW_DISRUPTIVE == 1 && -n $KEEP_CLUSTER && -f $KUBECONFIG_FILE ]]; then
+    # A kept cluster is left as installed, whatever a stopped run changed.
+    KUBECONFIG=$KUBECONFIG_FILE "$OUTPUT_DIR/bin/was-harness" kubeadm restore || log "ERROR: restoring the cluster's components failed (rerun: KUBECONFIG=$KUBECONFIG_FILE $OUTPUT_DIR/bin/was-harness kubeadm restore)"
+  fi
   if [[ -n $KEEP_CLUSTER ]]; then
     log "KEEP_CLUSTER set: cluster $KIND_CLUSTER_NAME kept (kubeconfig $KUBECONFIG_FILE); delete with: $KIND delete cluster --name $KIND_CLUSTER_NAME; then hack/container-engine.sh down"
   else
@@ -310,6 +321,15 @@ if [[ $E2E_RUNNER == pod ]]; then
   log "step 4/5: the suites in the cluster: sonobuoy/run.sh in the suite image ($E2E_IMAGE), as a pod"
   run_in_pod || rc=$?
 else
+  if [[ $ALLOW_DISRUPTIVE == 1 ]]; then
+    # The kubeadm hooks (they read KUBECONFIG; NODE_EXEC reaches a node's container).
+    export RECONFIGURE_COMMAND=${RECONFIGURE_COMMAND:-$ROOT/hack/hooks/kubeadm/reconfigure.sh}
+    export CONTROLLER_RESTART_COMMAND=${CONTROLLER_RESTART_COMMAND:-$ROOT/hack/hooks/kubeadm/controller-restart.sh}
+    export KUBECONFIG=$KUBECONFIG_FILE NODE_EXEC=${NODE_EXEC:-$provider exec -i {node}}
+    # A full run proves every id or names why not (ALLOW_SKIP).
+    [[ -z ${LABEL_FILTER:-} ]] && export REPORT_FAIL_ON=${REPORT_FAIL_ON:-FAIL,SKIP,PARTIAL,NOT-IMPLEMENTED,MISSING}
+    log "step 4/5: Disruptive specs included, through $RECONFIGURE_COMMAND and $CONTROLLER_RESTART_COMMAND (NODE_EXEC=$NODE_EXEC)"
+  fi
   log "step 4/5: the suites (hack/e2e.sh against $KUBECONFIG_FILE; pod image ${POD_IMAGE:-default})"
   E2E_KUBECONFIG=$KUBECONFIG_FILE hack/e2e.sh "$@" || rc=$?
 fi

@@ -33,6 +33,10 @@ fi
 RUN_STARTED=${RUN_STARTED:-$(date -u +%Y-%m-%dT%H:%M:%SZ)}
 UNIT_JSON=${UNIT_JSON:-}
 GINKGO_TIMEOUT=${GINKGO_TIMEOUT:-40m}
+# The report's statuses that fail the run (testplan-report --fail-on), and
+# the ids allowed not to pass, with reasons the report keeps (ALLOW_SKIP=
+# "ID=reason; ..."; read by testplan-report from the environment).
+REPORT_FAIL_ON=${REPORT_FAIL_ON:-FAIL}
 # Where the compiled suite goes; set it to run several suites side by side.
 E2E_BINARY=${E2E_BINARY:-$OUTPUT_DIR/bin/e2e.test}
 # Ginkgo processes running specs side by side on the one cluster. The specs
@@ -108,7 +112,7 @@ else
   unit_args=(--unit-json-if-fresh "$ARTIFACTS/unit.json")
 fi
 "$OUTPUT_DIR/bin/testplan-report" --junit "$ARTIFACTS/junit_e2e.xml" --source "$source_id" --run-started "$RUN_STARTED" \
-  "${unit_args[@]}" --out "$ARTIFACTS/testplan.md" || { [[ $rc -ne 0 ]] || rc=1; }
+  "${unit_args[@]}" --fail-on "$REPORT_FAIL_ON" --out "$ARTIFACTS/testplan.md" || { [[ $rc -ne 0 ]] || rc=1; }
 
 log "e2e finished in $((SECONDS - t0))s with exit code $rc; artifacts in $ARTIFACTS (junit_e2e.xml, summary_e2e.md, testplan.md, testplan.html, cluster/logs)"
 exit "$rc"

@@ -4,9 +4,12 @@
 #
 #   RECONFIGURE_COMMAND=hack/reconfigure-local.sh make conformance KUBECONFIG=_output/cluster/kubeconfig ALLOW_DISRUPTIVE=1
 #
-# Called as: reconfigure-local.sh <component> <feature-gates> <runtime-config>,
-# or reconfigure-local.sh check (before any spec: exit 0, changing nothing,
-# when it can restart this cluster's components).
+# Called as: reconfigure-local.sh <component> <feature-gates> <runtime-config>
+# [<version> [<flags>]], or reconfigure-local.sh check (before any spec: exit
+# 0, changing nothing, when it can restart this cluster's components).
+# <flags> ("--name=value ...") go to the component; a <version> it refuses
+# (the suite runs other versions on this cluster without the hook, through
+# `was-harness cluster restart --binary`).
 # It restarts the component with the cluster's own settings plus exactly the
 # given gates and runtime-config (--reset drops what an earlier call set), and
 # returns once it is ready again. The implementation's two sides map to the
@@ -18,10 +21,10 @@ HARNESS=${HARNESS:-$ROOT/_output/bin/was-harness}
 # Arguments, or (for RECONFIGURE_COMMAND=<this path>, which gets none from
 # `sh -c`) the same values the suite puts in the environment.
 if (($# > 0)); then
-  component=$1 gates=${2:-} runtime_config=${3:-}
+  component=$1 gates=${2:-} runtime_config=${3:-} version=${4:-} flags=${5:-}
 else
-  component=${WAS_COMPONENT:?usage: $0 <component> <feature-gates> <runtime-config> (or WAS_COMPONENT, WAS_FEATURE_GATES, WAS_RUNTIME_CONFIG)}
-  gates=${WAS_FEATURE_GATES:-} runtime_config=${WAS_RUNTIME_CONFIG:-}
+  component=${WAS_COMPONENT:?usage: $0 <component> <feature-gates> <runtime-config> [<version> [<flags>]] (or WAS_COMPONENT, WAS_FEATURE_GATES, WAS_RUNTIME_CONFIG, WAS_VERSION, WAS_ARGS)}
+  gates=${WAS_FEATURE_GATES:-} runtime_config=${WAS_RUNTIME_CONFIG:-} version=${WAS_VERSION:-} flags=${WAS_ARGS:-}
 fi
 # check (called once before any spec): change nothing, only see that the
 # tool and a running cluster of CLUSTER_DIR are there.
@@ -35,5 +38,9 @@ case $component in
   implementation-admission) component=${IMPLEMENTATION_ADMISSION:-was-webhook} ;;
   implementation-controllers) component=${IMPLEMENTATION_CONTROLLERS:-was-controller-manager} ;;
 esac
+[[ -z $version ]] || { echo "$0: version $version: this hook runs the cluster's own binaries (was-harness cluster restart --binary runs others)" >&2; exit 1; }
+args=()
+read -ra words <<<"$flags" # word-split without globbing (--controllers=*,...)
+for f in "${words[@]}"; do args+=(--arg "${f#--}"); done
 exec "$HARNESS" cluster restart --dir "$CLUSTER_DIR" --component "$component" --reset \
-  --feature-gates "$gates" --runtime-config "$runtime_config"
+  --feature-gates "$gates" --runtime-config "$runtime_config" "${args[@]}"

@@ -46,6 +46,8 @@ type Result struct {
 	Status Status
 	// Reason explains Status when no test does (unit tests not read).
 	Reason string
+	// Allowed is the user's reason for letting this id not pass (Allow).
+	Allowed string
 	// Cluster are the specs carrying the id, run against the cluster under
 	// test; Reference are the reference implementation's unit tests. Both
 	// are ordered failures first, then skips, then passes.
@@ -209,6 +211,9 @@ func (r Result) Reasons() []string {
 	}
 	if r.Reason != "" {
 		out = appendUnique(out, r.Reason)
+	}
+	if r.Allowed != "" {
+		out = appendUnique(out, "allowed not to pass (ALLOW_SKIP): "+r.Allowed)
 	}
 	return out
 }

@@ -30,7 +30,7 @@ import (
 
 type reportFlags struct {
 	junit, unitJSON, freshUnitJSON, source, runStarted string
-	out, html, envPath, mode, failOn                   string
+	out, html, envPath, mode, failOn, allowSkip        string
 	htmlSet                                            bool
 }
 
@@ -47,6 +47,7 @@ func parseReportFlags(args []string) (*reportFlags, error) {
 	fs.StringVar(&f.envPath, "environment", "", "environment record written by the suite (default: environment.json next to --junit; missing file: not recorded)")
 	fs.StringVar(&f.mode, "mode", "auto", "auto (from the environment record: harness only on the suite's own local cluster), vendor or harness")
 	fs.StringVar(&f.failOn, "fail-on", "FAIL", "comma-separated statuses that make the exit status 1, e.g. FAIL,MISSING; empty: never")
+	fs.StringVar(&f.allowSkip, "allow-skip", os.Getenv("ALLOW_SKIP"), "ids allowed not to pass, with the reason the report keeps: \"S-P8=why; D-E6=why\" (a FAIL is never allowed) (env ALLOW_SKIP)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -78,15 +79,27 @@ func reportCmd(args []string) int {
 	if err != nil {
 		return fail("--fail-on: %v", err)
 	}
+	allowed, err := testplan.ParseAllowed(f.allowSkip)
+	if err != nil {
+		return fail("--allow-skip (ALLOW_SKIP): %v", err)
+	}
 	rep, results, err := buildReport(f)
 	if err != nil {
 		return fail("%v", err)
+	}
+	unknown, passed := rep.Allow(allowed)
+	if len(unknown) > 0 {
+		return fail("--allow-skip (ALLOW_SKIP) names ids the test plan does not have: %s", strings.Join(unknown, ", "))
+	}
+	if len(passed) > 0 {
+		fmt.Fprintf(os.Stderr, "testplan-report: allowed not to pass, but passed: %s (drop them from ALLOW_SKIP)\n", strings.Join(passed, ", "))
 	}
 	if err := writeReports(rep, f); err != nil {
 		return fail("%v", err)
 	}
 	printSummary(rep, results, f)
-	counts := rep.Counts()
+	// An allowance covers what did not run, never a FAIL (testplan.Allow).
+	counts := rep.CountsNotAllowed()
 	var hit []string
 	for _, st := range failStatuses {
 		if counts[st] > 0 {

@@ -8,6 +8,7 @@
 //	was-harness cluster restart [--dir D] --component C [--feature-gates A=false] [--runtime-config g/v=false]
 //	                           [--omit-feature-gates A,B] [--binary PATH] [--arg name=value]... [--reset]
 //	was-harness conformance --check-only --kubeconfig K [--artifacts D]   (vendor-mode prerequisites; conformance.go)
+//	was-harness kubeadm reconfigure|controllers|check|restore ...   (the vendor hooks for a kubeadm cluster; kubeadm.go)
 //	was-harness test-summary FILE   (a `go test -json` stream: failures, then "N passed, N failed, N skipped")
 package main
 
@@ -36,7 +37,7 @@ func main() {
 }
 
 func usage() error {
-	return fmt.Errorf("usage: was-harness cluster up|down|status|restart [flags] | test-summary FILE | flakes --out FILE JUNIT...")
+	return fmt.Errorf("usage: was-harness cluster up|down|status|restart [flags] | kubeadm VERB ... | test-summary FILE | flakes --out FILE JUNIT...")
 }
 
 func run(args []string) error {
@@ -58,6 +59,8 @@ func run(args []string) error {
 		return testSummary(args[1], os.Stdout)
 	case "flakes":
 		return flakesCmd(args[1:])
+	case "kubeadm":
+		return kubeadmCmd(args[1:])
 	}
 	return usage()
 }

@@ -1,0 +1,232 @@
+package kubeadmhook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
+)
+
+// The implementation runs as DaemonSets (deploy/). Their pristine container
+// args and what the hooks changed are kept in annotations on the DaemonSet
+// itself, so that any later call, from any process, computes the args from
+// the same two facts, and a DaemonSet back to pristine carries neither.
+const (
+	annotationPristine = "was-harness.io/pristine-args"
+	annotationState    = "was-harness.io/hook-state"
+)
+
+// dsState is what the hooks changed on one DaemonSet.
+type dsState struct {
+	// Reconfigure is the reconfigure hook's last Change.
+	Reconfigure Change `json:"reconfigure,omitempty"`
+	// Stopped: the controller-restart hook's stop (--controllers= empty: the
+	// process keeps serving /healthz and runs no controller).
+	Stopped bool `json:"stopped,omitempty"`
+}
+
+func (s dsState) isZero() bool { return s.Reconfigure.IsZero() && !s.Stopped }
+
+// updateDaemonSet changes the hook state of DaemonSet name with edit,
+// rewrites its first container's args from pristine plus that state, and
+// waits until the rollout is complete.
+func (h *Hook) updateDaemonSet(ctx context.Context, name string, edit func(*dsState)) (*appsv1.DaemonSet, dsState, error) {
+	api := h.Client.AppsV1().DaemonSets(h.Namespace)
+	var updated *appsv1.DaemonSet
+	var state dsState
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		ds, err := api.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		pristine, st, err := readState(ds)
+		if err != nil {
+			return err
+		}
+		edit(&st)
+		state = st
+		args := pristine
+		if ds.Annotations == nil {
+			ds.Annotations = map[string]string{}
+		}
+		if st.isZero() {
+			delete(ds.Annotations, annotationPristine)
+			delete(ds.Annotations, annotationState)
+		} else {
+			change := st.Reconfigure
+			if st.Stopped {
+				change.Args = map[string]string{}
+				for k, v := range st.Reconfigure.Args {
+					change.Args[k] = v
+				}
+				change.Args["controllers"] = ""
+			}
+			args = ApplyToFlags(pristine, change)
+			p, _ := json.Marshal(pristine)
+			s, _ := json.Marshal(st)
+			ds.Annotations[annotationPristine], ds.Annotations[annotationState] = string(p), string(s)
+		}
+		ctr := &ds.Spec.Template.Spec.Containers[0]
+		if slices.Equal(ctr.Args, args) {
+			h.logf("daemonset %s/%s: args unchanged", h.Namespace, name)
+		}
+		ctr.Args = args
+		updated, err = api.Update(ctx, ds, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return nil, state, fmt.Errorf("updating daemonset %s/%s: %w", h.Namespace, name, err)
+	}
+	return updated, state, h.waitRollout(ctx, updated)
+}
+
+// readState returns the DaemonSet's pristine args and hook state.
+func readState(ds *appsv1.DaemonSet) ([]string, dsState, error) {
+	var st dsState
+	if len(ds.Spec.Template.Spec.Containers) == 0 {
+		return nil, st, fmt.Errorf("daemonset %s/%s has no container", ds.Namespace, ds.Name)
+	}
+	// A copy: the caller compares the template's args with what it computes.
+	pristine := slices.Clone(ds.Spec.Template.Spec.Containers[0].Args)
+	if p, ok := ds.Annotations[annotationPristine]; ok {
+		pristine = nil
+		if err := json.Unmarshal([]byte(p), &pristine); err != nil {
+			return nil, st, fmt.Errorf("daemonset %s/%s: annotation %s: %w", ds.Namespace, ds.Name, annotationPristine, err)
+		}
+	}
+	if s, ok := ds.Annotations[annotationState]; ok {
+		if err := json.Unmarshal([]byte(s), &st); err != nil {
+			return nil, st, fmt.Errorf("daemonset %s/%s: annotation %s: %w", ds.Namespace, ds.Name, annotationState, err)
+		}
+	}
+	return pristine, st, nil
+}
+
+// waitRollout waits until every pod of ds runs its current template and is
+// ready, and no pod of an older template is left (kubectl rollout status,
+// plus the terminating pods it does not count).
+func (h *Hook) waitRollout(ctx context.Context, ds *appsv1.DaemonSet) error {
+	var last string
+	sel := labels.SelectorFromSet(ds.Spec.Selector.MatchLabels)
+	err := wait.PollUntilContextTimeout(ctx, time.Second, h.timeout(), true, func(ctx context.Context) (bool, error) {
+		cur, err := h.Client.AppsV1().DaemonSets(ds.Namespace).Get(ctx, ds.Name, metav1.GetOptions{})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		s := cur.Status
+		if cur.Status.ObservedGeneration < ds.Generation || s.UpdatedNumberScheduled != s.DesiredNumberScheduled ||
+			s.NumberReady != s.DesiredNumberScheduled || s.NumberAvailable != s.DesiredNumberScheduled {
+			last = fmt.Sprintf("generation %d observed %d, desired %d, updated %d, ready %d, available %d",
+				ds.Generation, s.ObservedGeneration, s.DesiredNumberScheduled, s.UpdatedNumberScheduled, s.NumberReady, s.NumberAvailable)
+			return false, nil
+		}
+		pods, err := h.Client.CoreV1().Pods(ds.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		if n := len(pods.Items); n != int(s.DesiredNumberScheduled) {
+			last = fmt.Sprintf("%d pods (some still terminating), want %d", n, s.DesiredNumberScheduled)
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting %s for the rollout of daemonset %s/%s: %w; last seen: %s", h.timeout(), ds.Namespace, ds.Name, err, last)
+	}
+	h.logf("daemonset %s/%s rolled out", ds.Namespace, ds.Name)
+	return nil
+}
+
+// waitCABundle waits until every webhook of the admission configuration has
+// a caBundle: the reference's webhook publishes its certificate's CA there
+// when it starts.
+func (h *Hook) waitCABundle(ctx context.Context) error {
+	if h.WebhookConfiguration == "" {
+		return nil
+	}
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, time.Second, h.timeout(), true, func(ctx context.Context) (bool, error) {
+		found := false
+		if v, err := h.Client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, h.WebhookConfiguration, metav1.GetOptions{}); err == nil {
+			found = true
+			for _, w := range v.Webhooks {
+				if len(w.ClientConfig.CABundle) == 0 {
+					last = "validating webhook " + w.Name + " has no caBundle"
+					return false, nil
+				}
+			}
+		}
+		if m, err := h.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, h.WebhookConfiguration, metav1.GetOptions{}); err == nil {
+			found = true
+			for _, w := range m.Webhooks {
+				if len(w.ClientConfig.CABundle) == 0 {
+					last = "mutating webhook " + w.Name + " has no caBundle"
+					return false, nil
+				}
+			}
+		}
+		if !found {
+			last = "no webhook configuration named " + h.WebhookConfiguration
+		}
+		return found, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting %s for the caBundle of %s: %w; last seen: %s", h.timeout(), h.WebhookConfiguration, err, last)
+	}
+	return nil
+}
+
+// waitLeader waits until a pod of ds holds the implementation's Lease with
+// a renewal after since: its controllers run again. Identities are
+// "<hostname>_<uuid>" (kube-controller-manager's scheme), and a pod's
+// hostname is its name.
+func (h *Hook) waitLeader(ctx context.Context, ds *appsv1.DaemonSet, since time.Time) error {
+	if h.Lease == "" {
+		return nil
+	}
+	ns, name, ok := strings.Cut(h.Lease, "/")
+	if !ok {
+		return fmt.Errorf("lease %q: want namespace/name", h.Lease)
+	}
+	sel := labels.SelectorFromSet(ds.Spec.Selector.MatchLabels)
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, time.Second, h.timeout(), true, func(ctx context.Context) (bool, error) {
+		l, err := h.Client.CoordinationV1().Leases(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		pods, err := h.Client.CoreV1().Pods(ds.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		holder := ""
+		if l.Spec.HolderIdentity != nil {
+			holder = *l.Spec.HolderIdentity
+		}
+		renewed := l.Spec.RenewTime != nil && !l.Spec.RenewTime.Time.Before(since.Truncate(time.Second))
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil && strings.HasPrefix(holder, p.Name+"_") && renewed {
+				h.logf("lease %s held by %s", h.Lease, holder)
+				return true, nil
+			}
+		}
+		last = fmt.Sprintf("lease holder %q (renewed since the change: %t) is not a current pod", holder, renewed)
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting %s for a pod of %s/%s to hold lease %s: %w; last seen: %s", h.timeout(), ds.Namespace, ds.Name, h.Lease, err, last)
+	}
+	return nil
+}
