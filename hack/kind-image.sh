@@ -15,10 +15,20 @@
 #   4. one image archive per image kubeadm asks for (`kubeadm config images
 #      list`), under that exact name, packed with go-containerregistry
 #      (hack/ociimage), imported into the node's containerd (ctr images import
-#      --no-unpack, as `kind build node-image` does) and committed.
+#      --no-unpack, as `kind build node-image` does) and committed;
+#   5. in the same import, the previous minor's kube-scheduler and
+#      kube-controller-manager at SKEW_KUBE_VERSION (default `hack/versions.sh
+#      skew`), built and packed as the current ones are (hack/build-binaries.sh
+#      with KUBE_BINARIES), under kubeadm's repository names with the skew tag
+#      (registry.k8s.io/kube-scheduler:v1.36.3): a hook that rewrites a static
+#      pod manifest's image tag runs the older component (the version-skew
+#      specs' real 1.36 kube-scheduler, the downgrade path's 1.36
+#      kube-controller-manager) with no registry. SKEW_KUBE_VERSION= (empty)
+#      builds the image without them.
 #
-# Output: the docker image $KIND_NODE_IMAGE, labelled with its stamp and the
-# name of its pause image (the suite's pod image on kind).
+# Output: the docker image $KIND_NODE_IMAGE, labelled with its stamp, the
+# name of its pause image (the suite's pod image on kind) and, when it has
+# them, the skew images (was-harness.io/skew-images, comma-separated names).
 # Cached on the machine, not in the clone: nothing is rebuilt while the
 # image's stamp label matches the versions and the scripts that build it, so
 # a clean clone (CI) reuses it. The Debian root filesystem is kept in
@@ -28,6 +38,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 KUBE_VERSION=${KUBE_VERSION:-$(hack/versions.sh kube)}
+# `-`, not `:-`: set and empty means no skew images.
+SKEW_KUBE_VERSION=${SKEW_KUBE_VERSION-$(hack/versions.sh skew)}
 OUTPUT_DIR=${OUTPUT_DIR:-$ROOT/_output}
 KIND_NODE_IMAGE=${KIND_NODE_IMAGE:-localhost/kind-node:$KUBE_VERSION}
 KIND_VERSION=${KIND_VERSION:-v0.33.0}
@@ -53,10 +65,15 @@ if [[ ${1:-} == rootfs-path ]]; then echo "$rootfs_tar"; exit 0; fi
 
 [[ $(id -u) == 0 ]] || die "building the node image needs root (debootstrap, chroot-free file ownership)"
 docker info >/dev/null 2>&1 || die "no running Docker: start one (hack/container-engine.sh up)"
+if [[ $SKEW_KUBE_VERSION == "$KUBE_VERSION" ]]; then
+  log "SKEW_KUBE_VERSION is KUBE_VERSION ($KUBE_VERSION): no separate skew images"; SKEW_KUBE_VERSION=
+fi
+# The older components the skew images carry (hack/build-binaries.sh KUBE_BINARIES).
+SKEW_COMPONENTS="kube-scheduler kube-controller-manager"
 
 # The stamp: versions, and everything that decides the image's content.
 scripts=$(cat "${BASH_SOURCE[0]}" hack/build-binaries.sh hack/build-node-binaries.sh hack/ociimage/go.mod hack/ociimage/*.go | sha256sum | cut -c1-16)
-stamp="kube=$KUBE_VERSION kind=$KIND_VERSION debian=$DEBIAN_SUITE scripts=$scripts"
+stamp="kube=$KUBE_VERSION skew=${SKEW_KUBE_VERSION:-none} kind=$KIND_VERSION debian=$DEBIAN_SUITE scripts=$scripts"
 STAMP_LABEL=was-harness.io/kind-image-stamp
 if [[ "$(docker image inspect -f "{{index .Config.Labels \"$STAMP_LABEL\"}}" "$KIND_NODE_IMAGE" 2>/dev/null)" == "$stamp" ]]; then
   log "$KIND_NODE_IMAGE up to date (label $STAMP_LABEL: $stamp)"; exit 0
@@ -68,7 +85,13 @@ log "binaries (cached by their own stamps)"
 idle hack/build-binaries.sh >&2
 idle hack/build-binaries.sh node >&2
 idle hack/build-node-binaries.sh >&2
+if [[ -n $SKEW_KUBE_VERSION ]]; then
+  # Its own stamp holds the binary list: e2e.sh's KUBE_BINARIES=kube-scheduler
+  # and this list relink each other's set when they alternate (5 s, warm cache).
+  idle env KUBE_VERSION="$SKEW_KUBE_VERSION" KUBE_BINARIES="$SKEW_COMPONENTS" hack/build-binaries.sh kube >&2
+fi
 cp_bin=$OUTPUT_DIR/bin/kube/$KUBE_VERSION
+skew_bin=$OUTPUT_DIR/bin/kube/$SKEW_KUBE_VERSION
 node_bin=$OUTPUT_DIR/bin/kind-node/$KUBE_VERSION
 etcd_bin=$OUTPUT_DIR/bin/tools/etcd
 kube_mod=$(cd /tmp && go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/.*"Dir": *"\([^"]*\)".*/\1/p')
@@ -170,8 +193,9 @@ pack() { # name out-file args...
   local ref=$1 out=$2; shift 2
   idle "$ociimage" -name "$ref" -out "$images/$out" "$@"
 }
+declare -A repo_of=() # component -> kubeadm's repository for it
 for ref in "${wanted[@]}"; do
-  repo=${ref%:*}; comp=${repo##*/}
+  repo=${ref%:*}; comp=${repo##*/}; repo_of[$comp]=$repo
   case $comp in
     # hack/build-binaries.sh links these (and etcd) against the host's glibc
     # (cgo): on an empty base the kubelet reported "exec
@@ -190,24 +214,44 @@ for ref in "${wanted[@]}"; do
   esac
 done
 
+# --- 5. the previous minor's kube-scheduler and kube-controller-manager ----------
+# Same repository as kubeadm's image of the component, so a static pod switches
+# by its tag alone; same base and cgo build as above.
+skew_refs=()
+for comp in ${SKEW_KUBE_VERSION:+$SKEW_COMPONENTS}; do
+  [[ -n ${repo_of[$comp]:-} ]] || die "kubeadm asks for no $comp image: no repository to name its $SKEW_KUBE_VERSION image after"
+  got=$("$skew_bin/$comp" --version 2>&1) || die "$skew_bin/$comp --version failed: $got"
+  [[ $got == "Kubernetes $SKEW_KUBE_VERSION" ]] || die "$skew_bin/$comp reports \"$got\", not $SKEW_KUBE_VERSION"
+  ref=${repo_of[$comp]}:$SKEW_KUBE_VERSION
+  pack "$ref" "$comp-$SKEW_KUBE_VERSION.tar" -base "$rootfs_tar" -file "$skew_bin/$comp:/usr/local/bin/$comp"
+  skew_refs+=("$ref")
+done
+[[ ${#skew_refs[@]} -gt 0 ]] && log "skew images: ${skew_refs[*]}"
+
 log "preloading the images into the node's containerd (ctr images import --no-unpack)"
 cid=$(docker run -d --privileged --entrypoint sleep -v "$images:/kind/images:ro" "$base_image" infinity)
 trap 'docker rm -f "$cid" >/dev/null 2>&1 || true' EXIT
-docker exec "$cid" bash -c 'nohup containerd >/var/log/containerd-build.log 2>&1 &
+preloaded=$(docker exec "$cid" bash -c 'nohup containerd >/var/log/containerd-build.log 2>&1 &
   for i in $(seq 30); do [ -S /run/containerd/containerd.sock ] && ctr version >/dev/null 2>&1 && break; sleep 1; done
   for f in /kind/images/*.tar; do
     ctr --namespace=k8s.io images import --label=io.cri-containerd.pinned=pinned --all-platforms --no-unpack --digests "$f" >/dev/null
   done
   ctr --namespace=k8s.io images ls -q | grep -v "^sha256:"
   pkill -x containerd; for i in $(seq 30); do pgrep -x containerd >/dev/null || break; sleep 1; done
-  rm -f /var/log/containerd-build.log' >&2
+  rm -f /var/log/containerd-build.log')
+printf '%s\n' "$preloaded" >&2
+for ref in "${wanted[@]}" "${skew_refs[@]}"; do
+  grep -qxF "$ref" <<<"$preloaded" || die "$ref is not in the node's containerd after the import"
+done
+skew_label=
+[[ ${#skew_refs[@]} -gt 0 ]] && skew_label=" was-harness.io/skew-images=\"$(IFS=,; echo "${skew_refs[*]}")\""
 old_image=$(docker image inspect -f '{{.Id}}' "$KIND_NODE_IMAGE" 2>/dev/null || true)
 docker commit --change 'ENTRYPOINT [ "/usr/local/bin/entrypoint", "/sbin/init" ]' --change 'CMD []' \
-  --change "LABEL $STAMP_LABEL=\"$stamp\" was-harness.io/pause-image=$pause_ref" \
+  --change "LABEL $STAMP_LABEL=\"$stamp\" was-harness.io/pause-image=$pause_ref$skew_label" \
   "$cid" "$KIND_NODE_IMAGE" >/dev/null
 docker rm -f "$cid" >/dev/null; trap - EXIT
 docker rmi "$base_image" >/dev/null 2>&1 || true
-# The image this one replaces would stay behind untagged (862 MB each).
+# The image this one replaces would stay behind untagged (919 MB each; 862 MB without skew images).
 [[ -n $old_image && $old_image != "$(docker image inspect -f '{{.Id}}' "$KIND_NODE_IMAGE")" ]] &&
   { docker rmi "$old_image" >/dev/null 2>&1 || log "could not remove the replaced image $old_image"; }
 rm -rf "$node" "$images"
