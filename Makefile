@@ -57,9 +57,9 @@ help: ## List targets.
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 .PHONY: binaries
-binaries: ## Build the pinned control-plane binaries and the skew kube-scheduler (cold ~15 min, cached after).
+binaries: ## Build the pinned control-plane binaries and the skew kube-scheduler and kube-controller-manager (cold ~18 min, cached after).
 	hack/build-binaries.sh
-	KUBE_VERSION=$(SKEW_KUBE_VERSION) KUBE_BINARIES=kube-scheduler hack/build-binaries.sh
+	KUBE_VERSION=$(SKEW_KUBE_VERSION) KUBE_BINARIES="kube-scheduler kube-controller-manager" hack/build-binaries.sh
 
 .PHONY: tools
 tools: ## Build the harness's own commands, and the ginkgo CLI of go.mod's version (parallel runs), into _output/bin.

@@ -59,8 +59,8 @@ t0=$SECONDS
 if [[ -z $E2E_KUBECONFIG ]]; then
   log "step 1/4: control-plane binaries ($KUBE_VERSION)"
   hack/build-binaries.sh
-  log "step 1/4: the version-skew specs' kube-scheduler ($SKEW_KUBE_VERSION)"
-  KUBE_VERSION=$SKEW_KUBE_VERSION KUBE_BINARIES=kube-scheduler hack/build-binaries.sh
+  log "step 1/4: the version-skew and downgrade specs' kube-scheduler and kube-controller-manager ($SKEW_KUBE_VERSION)"
+  KUBE_VERSION=$SKEW_KUBE_VERSION KUBE_BINARIES="kube-scheduler kube-controller-manager" hack/build-binaries.sh
 else
   log "step 1/4: using the existing cluster of $E2E_KUBECONFIG (no binaries needed)"
 fi
