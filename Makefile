@@ -140,12 +140,15 @@ e2e-kind: tools ## The suites on a kind cluster built offline (a running Docker,
 	hack/e2e-kind.sh
 
 # The kind smoke of .ci/run: the Harness specs, one gang Deployment spec (D-E9)
-# and one StatefulSet spec (S-I1) on kind, with the cached node image. Its
-# artifacts go to $(ARTIFACTS)/kind, apart from make e2e's.
-KIND_SMOKE_FILTER ?= Harness || D-E9 || S-I1
+# and one StatefulSet spec (S-I1) on kind, with the cached node image, and two
+# Disruptive ids through the kubeadm hooks (hack/hooks/kubeadm), so that they
+# cannot rot: D-P1 patches the reference's webhook DaemonSet, S-P8 rewrites
+# kube-scheduler's static pod (gates off, then the preloaded v1.36 image).
+# Its artifacts go to $(ARTIFACTS)/kind, apart from make e2e's.
+KIND_SMOKE_FILTER ?= Harness || D-E9 || S-I1 || D-P1 || S-P8
 .PHONY: kind-smoke
-kind-smoke: tools ## make e2e-kind on three specs' worth: the Harness specs, a gang Deployment (D-E9), a StatefulSet (S-I1); artifacts in $(ARTIFACTS)/kind.
-	ARTIFACTS=$(ARTIFACTS)/kind LABEL_FILTER='$(KIND_SMOKE_FILTER)' PROCS=2 hack/e2e-kind.sh
+kind-smoke: tools ## make e2e-kind on a few specs' worth: the Harness specs, D-E9, S-I1, and D-P1, S-P8 through the kubeadm hooks; artifacts in $(ARTIFACTS)/kind.
+	ARTIFACTS=$(ARTIFACTS)/kind LABEL_FILTER='$(KIND_SMOKE_FILTER)' PROCS=2 ALLOW_DISRUPTIVE=1 hack/e2e-kind.sh
 
 .PHONY: kind-image
 kind-image: ## A kind node image of KUBE_VERSION built offline from Debian packages and the Go module proxy (cached; needs a running Docker: hack/container-engine.sh up).

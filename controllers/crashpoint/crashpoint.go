@@ -11,6 +11,7 @@ package crashpoint
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 
 	"k8s.io/klog/v2"
@@ -39,22 +40,45 @@ var (
 	mu        sync.Mutex
 	armed     Point
 	namespace string
+	spec      string
 	// exit is replaced by tests.
 	exit = os.Exit
+	// MarkerDir is where a container remembers, across the kubelet's restarts
+	// of it, that it reached its armed point: deploy/ mounts an emptyDir
+	// there. Where it does not exist (the local cluster's processes, which
+	// nothing restarts) nothing is remembered.
+	MarkerDir = "/var/run/was-crashpoint"
 )
+
+// markerFile records the armed spec that was reached.
+func markerFile() string { return filepath.Join(MarkerDir, "reached") }
+
+// ReachedBefore says whether this container already reached armed (its
+// --crash-after value) in an earlier run. The kubelet restarts a crashed
+// container with the same flags; such a run must not act, or it would
+// repair the partial state before the harness reads it: a crash leaves the
+// controllers down until they are started again without --crash-after (a
+// new pod), as on the local cluster.
+func ReachedBefore(armed string) bool {
+	if armed == "" {
+		return false
+	}
+	data, err := os.ReadFile(markerFile())
+	return err == nil && string(data) == armed
+}
 
 // Arm arms one point, given as "<point>" or "<point>@<namespace>" (the latter
 // only fires for objects in that namespace, so other specs' objects cannot
 // trigger it). An empty spec disarms. An unknown point is an error naming
 // the known ones.
-func Arm(spec string) error {
-	point, ns, err := crashpoint.ParseArg(spec)
+func Arm(arg string) error {
+	point, ns, err := crashpoint.ParseArg(arg)
 	if err != nil {
 		return err
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	armed, namespace = point, ns
+	armed, namespace, spec = point, ns, arg
 	return nil
 }
 
@@ -64,9 +88,15 @@ func Arm(spec string) error {
 func Reached(p Point, ns string) {
 	mu.Lock()
 	fire := armed != "" && armed == p && (namespace == "" || namespace == ns)
+	reached := spec
 	mu.Unlock()
 	if !fire {
 		return
+	}
+	if _, err := os.Stat(MarkerDir); err == nil {
+		if err := os.WriteFile(markerFile(), []byte(reached), 0o644); err != nil {
+			fmt.Fprintf(os.Stderr, "crashpoint: recording the crash in %s: %v\n", markerFile(), err)
+		}
 	}
 	// klog buffers; flush what came before, then write the marker unbuffered.
 	klog.Flush()

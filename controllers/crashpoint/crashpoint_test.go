@@ -79,3 +79,34 @@ func TestArmEmptyDisarms(t *testing.T) {
 		t.Fatalf("a disarmed point fired: %v", *got)
 	}
 }
+
+// In a container the kubelet restarts with the same flags, the crash is
+// remembered (deploy/ mounts an emptyDir at MarkerDir), so the restarted run
+// stays down; another point, or no MarkerDir, remembers nothing.
+func TestReachedIsRememberedAcrossRestarts(t *testing.T) {
+	got := exits(t)
+	old := MarkerDir
+	t.Cleanup(func() { MarkerDir = old })
+	MarkerDir = t.TempDir()
+	arg := string(DeploymentAfterWorkloadCreate) + "@ns"
+	if ReachedBefore(arg) {
+		t.Fatal("ReachedBefore before any crash")
+	}
+	if err := Arm(arg); err != nil {
+		t.Fatal(err)
+	}
+	Reached(DeploymentAfterWorkloadCreate, "ns")
+	if len(*got) != 1 {
+		t.Fatalf("exits = %v, want one", *got)
+	}
+	if !ReachedBefore(arg) {
+		t.Fatal("the restarted container does not know it crashed at its armed point")
+	}
+	if ReachedBefore(string(DeploymentAfterPodGroupCreate)+"@ns") || ReachedBefore("") {
+		t.Fatal("ReachedBefore for another point, or none")
+	}
+	MarkerDir = t.TempDir() + "/missing"
+	if ReachedBefore(arg) {
+		t.Fatal("ReachedBefore without a marker directory")
+	}
+}

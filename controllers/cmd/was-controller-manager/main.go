@@ -151,6 +151,12 @@ func run(ctx context.Context, o options) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
+	if crashpoint.ReachedBefore(o.crashAfter) {
+		// The kubelet restarted this container after its armed crash: stay
+		// down, as a crashed process does, until started without the point.
+		logger.Info("Reached --crash-after in an earlier run of this container: running no controller until restarted without it", "crashAfter", o.crashAfter)
+		o.controllers = nil
+	}
 	identity, err := instanceIdentity()
 	if err != nil {
 		return err
