@@ -124,9 +124,14 @@ timed "tools"
 KUBECONFIG_FILE=$OUTPUT_DIR/kind-$KIND_CLUSTER_NAME.kubeconfig
 kubectl_() { "$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" "$@"; }
 
+metrics_forward=
 cleanup() {
   local rc=$?
   step_t0=$SECONDS
+  if [[ -n $metrics_forward ]]; then
+    kill "$metrics_forward" 2>/dev/null || true
+    pkill -f "port-forward ds/was-controller-manager $metrics_port:10290" 2>/dev/null || true
+  fi
   log "exporting the cluster's logs to $ARTIFACTS/kind-logs"
   "$KIND" export logs "$ARTIFACTS/kind-logs" --name "$KIND_CLUSTER_NAME" >/dev/null 2>&1 || log "kind export logs failed"
   timed "export logs"
@@ -329,6 +334,20 @@ else
     # A full run proves every id or names why not (ALLOW_SKIP).
     [[ -z ${LABEL_FILTER:-} ]] && export REPORT_FAIL_ON=${REPORT_FAIL_ON:-FAIL,SKIP,PARTIAL,NOT-IMPLEMENTED,MISSING}
     log "step 4/5: Disruptive specs included, through $RECONFIGURE_COMMAND and $CONTROLLER_RESTART_COMMAND (NODE_EXEC=$NODE_EXEC)"
+    # S-P9's metric is the controllers' own: they serve it on the pod's
+    # loopback only (deploy/), which kubectl port-forward reaches. The
+    # Disruptive specs restart the apiserver and roll the DaemonSet, which end
+    # a port-forward: a loop starts it again (the spec waits out a failed read).
+    if [[ -z ${IMPLEMENTATION_METRICS_URL:-} ]]; then
+      metrics_port=$((20000 + RANDOM % 20000))
+      (while :; do
+        kubectl_ -n was-system port-forward ds/was-controller-manager "$metrics_port:10290" >>"$ARTIFACTS/metrics-port-forward.log" 2>&1 || true
+        sleep 1
+      done) &
+      metrics_forward=$!
+      export IMPLEMENTATION_METRICS_URL=http://127.0.0.1:$metrics_port/metrics
+      log "step 4/5: the controllers' metrics at $IMPLEMENTATION_METRICS_URL (kubectl port-forward, restarted when it ends)"
+    fi
   fi
   log "step 4/5: the suites (hack/e2e.sh against $KUBECONFIG_FILE; pod image ${POD_IMAGE:-default})"
   E2E_KUBECONFIG=$KUBECONFIG_FILE hack/e2e.sh "$@" || rc=$?

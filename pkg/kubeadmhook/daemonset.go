@@ -9,6 +9,8 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -227,6 +229,41 @@ func (h *Hook) waitLeader(ctx context.Context, ds *appsv1.DaemonSet, since time.
 	})
 	if err != nil {
 		return fmt.Errorf("waiting %s for a pod of %s/%s to hold lease %s: %w; last seen: %s", h.timeout(), ds.Namespace, ds.Name, h.Lease, err, last)
+	}
+	return nil
+}
+
+// waitAdmissionAnswers waits until the apiserver reaches the webhook: a
+// dry-run create of a plain Deployment (no scheduling intent, admitted by
+// any implementation) gets through. A rolled-out DaemonSet is not enough:
+// on one node its old pod goes before the new one is ready, and the
+// Service's endpoints and kube-proxy's rules follow the new pod a little
+// later (measured on kind: "connection refused" right after the rollout).
+func (h *Hook) waitAdmissionAnswers(ctx context.Context) error {
+	probe := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "was-harness-admission-probe", Namespace: metav1.NamespaceDefault},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "was-harness-admission-probe"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "was-harness-admission-probe"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "probe", Image: "registry.k8s.io/pause"}}},
+			},
+		},
+	}
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, time.Second, h.timeout(), true, func(ctx context.Context) (bool, error) {
+		_, err := h.Client.AppsV1().Deployments(probe.Namespace).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		// Only an unreachable webhook is worth waiting for: any other answer,
+		// a rejection included, came from an admission chain that works.
+		if err != nil && (strings.Contains(err.Error(), "failed calling webhook") || apierrors.IsServiceUnavailable(err) ||
+			apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err)) {
+			last = err.Error()
+			return false, nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting %s for the admission webhook to answer a dry-run create: %w; last error: %s", h.timeout(), err, last)
 	}
 	return nil
 }

@@ -96,7 +96,10 @@ func (h *Hook) Reconfigure(ctx context.Context, component string, c Change) erro
 // run no controller).
 func (h *Hook) waitServing(ctx context.Context, component string, ds *appsv1.DaemonSet, since time.Time) error {
 	if component == ImplementationAdmission {
-		return h.waitCABundle(ctx)
+		if err := h.waitCABundle(ctx); err != nil {
+			return err
+		}
+		return h.waitAdmissionAnswers(ctx)
 	}
 	if slices.Contains(ds.Spec.Template.Spec.Containers[0].Args, "--controllers=") {
 		return nil // it runs no controller, so it takes no Lease
