@@ -168,13 +168,17 @@ var _ = ginkgo.Describe("Version skew", framework.Serial, framework.Disruptive, 
 			s := apps.StatefulSet(createStatefulSet(ctx, f, "counted", 2, true, gangStatefulSet()))
 
 			ginkgo.By("the controller keeps failing and retrying: " + stsCreationErrors + " at " + metricsURL + " rises more than once")
-			gomega.Eventually(ctx, func(ctx context.Context) (float64, error) { return framework.ReadCounter(ctx, metricsURL, stsCreationErrors) }).
+			gomega.Eventually(ctx, func(ctx context.Context) (float64, error) {
+				return framework.ReadCounter(ctx, metricsURL, stsCreationErrors)
+			}).
 				WithTimeout(f.Timeouts.PodsBound).WithPolling(f.Timeouts.Poll).Should(gomega.BeNumerically(">=", before+2),
 				"waiting for %s to rise by 2 or more (retries of StatefulSet %s's Workload)", stsCreationErrors, s.Name)
 			if reference {
 				// The reference's Deployment-side counter (KEP-6276 names none).
 				d := apps.Deployment(createDeployment(ctx, f, "counted-d", 2, gangDeployment()))
-				gomega.Eventually(ctx, func(ctx context.Context) (float64, error) { return framework.ReadCounter(ctx, metricsURL, deploymentCreationErrors) }).
+				gomega.Eventually(ctx, func(ctx context.Context) (float64, error) {
+					return framework.ReadCounter(ctx, metricsURL, deploymentCreationErrors)
+				}).
 					WithTimeout(f.Timeouts.PodsBound).WithPolling(f.Timeouts.Poll).Should(gomega.BeNumerically(">=", deployBefore+2),
 					"waiting for %s to rise by 2 or more (retries of Deployment %s)", deploymentCreationErrors, d.Name)
 			}
