@@ -234,20 +234,25 @@ func (h *Hook) waitLeader(ctx context.Context, ds *appsv1.DaemonSet, since time.
 }
 
 // waitAdmissionAnswers waits until the apiserver reaches the webhook: a
-// dry-run create of a plain Deployment (no scheduling intent, admitted by
-// any implementation) gets through. A rolled-out DaemonSet is not enough:
+// dry-run create of a Deployment carrying AdmissionProbeAnnotation (the
+// reference's webhook sees only Deployments that may carry intent: its
+// matchConditions) gets any answer but "failed calling webhook": admitted or
+// rejected, the webhook was reached. A rolled-out DaemonSet is not enough:
 // on one node its old pod goes before the new one is ready, and the
 // Service's endpoints and kube-proxy's rules follow the new pod a little
 // later (measured on kind: "connection refused" right after the rollout).
 func (h *Hook) waitAdmissionAnswers(ctx context.Context) error {
 	probe := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "was-harness-admission-probe", Namespace: metav1.NamespaceDefault},
-		Spec: appsv1.DeploymentSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "was-harness-admission-probe"}},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "was-harness-admission-probe"}},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "probe", Image: "registry.k8s.io/pause"}}},
-			},
+	}
+	if h.AdmissionProbeAnnotation != "" {
+		probe.Annotations = map[string]string{h.AdmissionProbeAnnotation: "{}"}
+	}
+	probe.Spec = appsv1.DeploymentSpec{
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "was-harness-admission-probe"}},
+		Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "was-harness-admission-probe"}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "probe", Image: "registry.k8s.io/pause"}}},
 		},
 	}
 	var last string

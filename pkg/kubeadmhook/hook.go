@@ -42,6 +42,10 @@ type Hook struct {
 	// WebhookConfiguration is the admission webhook configuration whose
 	// caBundle the admission side publishes ("" skips that wait).
 	WebhookConfiguration string
+	// AdmissionProbeAnnotation is put on the dry-run Deployment that proves
+	// the admission webhook is reached after a restart, for a webhook that
+	// sees only Deployments carrying it ("" sends a plain Deployment).
+	AdmissionProbeAnnotation string
 	// Lease ("namespace/name") is the controllers' leader election Lease
 	// ("" skips that wait).
 	Lease string
