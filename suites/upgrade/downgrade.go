@@ -3,7 +3,10 @@ package upgrade
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
@@ -194,13 +197,14 @@ func (c *sharedClaim) expectOwnClaim(ctx context.Context, name string) {
 }
 
 // walkDowngrade is the whole path for s's kind.
-func walkDowngrade(ctx context.Context, f *framework.Framework, s pathSubject) {
+func walkDowngrade(ctx context.Context, f *framework.Framework, s pathSubject, skewed bool) {
 	kind := apps.KindDeployment
 	if s.gate == framework.WorkloadWithStatefulSet {
 		kind = apps.KindStatefulSet
 	}
+	stock, version := downgradeTo(skewed)
 	admissionOff := framework.GateOn(s.gate, false, framework.ReferenceWebhook)
-	framework.RequireReconfigure(append([]framework.ComponentChange{stockControllers}, admissionOff...)...)
+	framework.RequireReconfigure(append([]framework.ComponentChange{stock}, admissionOff...)...)
 	framework.RequireImplementationControllersStop()
 	dups := framework.WatchForDuplicates(ctx, f.ClientSet, f.Namespace)
 	history := framework.RecordWrites(ctx, f.Namespace, framework.WorkloadsResource, framework.PodGroupsResource)
@@ -225,7 +229,16 @@ func walkDowngrade(ctx context.Context, f *framework.Framework, s pathSubject) {
 
 	ginkgo.By("downgrade to a Kubernetes without the KEP: the implementation's controllers stop, then kube-controller-manager's own apps controllers start, then the admission side's gate goes off")
 	startImplementation := framework.StopImplementationControllers(ctx)
-	stopStock := framework.Reconfigure(ctx, framework.ReconfigureInput{Changes: []framework.ComponentChange{stockControllers}})
+	stopStock := framework.Reconfigure(ctx, framework.ReconfigureInput{Changes: []framework.ComponentChange{stock}})
+	if version != "" {
+		log, err := os.ReadFile(framework.LocalCluster.LogPath(localcluster.ControllerManager))
+		gomega.Expect(err).NotTo(gomega.HaveOccurred())
+		run := string(log)
+		if i := strings.LastIndex(run, "\n=== "); i >= 0 {
+			run = run[i:] // this start only (the log holds every start)
+		}
+		gomega.Expect(run).To(gomega.ContainSubstring(version), "the restarted kube-controller-manager is not the skewed version")
+	}
 	admissionOn := framework.Reconfigure(ctx, framework.ReconfigureInput{Changes: admissionOff})
 
 	// KEP-6276: "Disabling the gate after scheduling-enabled Deployments
@@ -318,17 +331,41 @@ func walkDowngrade(ctx context.Context, f *framework.Framework, s pathSubject) {
 	expectCreations(history, 1, 1)
 }
 
+// downgradeTo is the kube-controller-manager the cluster goes back to: this
+// release's binary with its own apps controllers on, or (skewed) the
+// previous minor's, the release before the KEPs, against this apiserver. The
+// older binary gets its own defaults for the Workload-Aware Scheduling gates
+// (it refuses the 1.37 ones), as skew.go's S-P8 scheduler does. It skips,
+// with the build command, where the older binary is missing.
+func downgradeTo(skewed bool) (change framework.ComponentChange, version string) {
+	ginkgo.GinkgoHelper()
+	change = stockControllers
+	if !skewed {
+		return change, ""
+	}
+	version = framework.TestContext.SkewKubeVersion
+	change.ComponentConfig = change.DeepCopy()
+	change.Binary = filepath.Join(framework.TestContext.OutputDir, "bin", "kube", version, "kube-controller-manager")
+	change.OmitFeatureGates = workloadGates
+	if _, err := os.Stat(change.Binary); err != nil {
+		ginkgo.Skip(fmt.Sprintf("needs %s: build it with `KUBE_VERSION=%s KUBE_BINARIES=\"kube-scheduler kube-controller-manager\" hack/build-binaries.sh`", change.Binary, version))
+	}
+	return change, version
+}
+
 var _ = ginkgo.Describe("Downgrade to a Kubernetes without the KEP, and upgrade again", framework.Serial, framework.Disruptive,
 	framework.WithFeatureGate(framework.GenericWorkload), func() {
 		f := framework.New("downgrade")
 
-		ginkgo.It("keeps a live gang Deployment, its objects and claim while kube-controller-manager's own controllers run it, and recovers them on upgrade",
-			framework.ID("D-P4"), framework.KEP(6276), framework.WithFeatureGate(framework.WorkloadWithDeployment), func(ctx context.Context) {
-				walkDowngrade(ctx, f, deploymentSubject)
-			})
+		ginkgo.DescribeTable("keeps a live gang Deployment, its objects and claim while kube-controller-manager's own controllers run it, and recovers them on upgrade",
+			framework.ID("D-P4"), framework.KEP(6276), framework.WithFeatureGate(framework.WorkloadWithDeployment),
+			func(ctx context.Context, skewed bool) { walkDowngrade(ctx, f, deploymentSubject, skewed) },
+			ginkgo.Entry("this release's kube-controller-manager", false),
+			ginkgo.Entry("real skew: the previous minor's kube-controller-manager against this apiserver", true))
 
-		ginkgo.It("keeps a live gang StatefulSet, its objects and claim while kube-controller-manager's own controllers run it, and recovers them on upgrade",
-			framework.ID("S-P6"), framework.KEP(6277), framework.WithFeatureGate(framework.WorkloadWithStatefulSet), func(ctx context.Context) {
-				walkDowngrade(ctx, f, statefulSetSubject)
-			})
+		ginkgo.DescribeTable("keeps a live gang StatefulSet, its objects and claim while kube-controller-manager's own controllers run it, and recovers them on upgrade",
+			framework.ID("S-P6"), framework.KEP(6277), framework.WithFeatureGate(framework.WorkloadWithStatefulSet),
+			func(ctx context.Context, skewed bool) { walkDowngrade(ctx, f, statefulSetSubject, skewed) },
+			ginkgo.Entry("this release's kube-controller-manager", false),
+			ginkgo.Entry("real skew: the previous minor's kube-controller-manager against this apiserver", true))
 	})
