@@ -212,6 +212,16 @@ func walkDowngrade(ctx context.Context, f *framework.Framework, s pathSubject, s
 	gang := apps.App{Kind: kind, Name: "gang"}
 	var claim *sharedClaim
 	missing := framework.MissingDevices(ctx, f.ClientSet)
+	if skewed && missing == "" {
+		// The previous minor's ResourceClaim controller predates
+		// PodGroup-level claims: measured with v1.36.3, it generated a claim
+		// of its own for each running gang pod and pointed the pods'
+		// status.resourceClaimStatuses at it, away from the PodGroup's claim.
+		// The KEPs leave that to KEP-5729 (KEP-6277: "See KEP-5729 for
+		// detailed downgrade behavior of PodGroup-level ResourceClaims"), which
+		// this suite does not test, so this entry runs without claims.
+		missing = "the previous minor's kube-controller-manager predates PodGroup-level claims (KEP-5729's downgrade, not these KEPs')"
+	}
 	if missing != "" {
 		ginkgo.By("without PodGroup-level claims: " + missing)
 		gangWithClaim(ctx, f, gang, 3, "")
