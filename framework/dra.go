@@ -270,15 +270,27 @@ func ExpectPodsShareClaim(pods []corev1.Pod, entry string, claim *resourcev1.Res
 // driver's kubelet plugin would leave pods stuck in NodePrepareResources, so
 // the DRA specs say why they cannot run instead of timing out.
 func RequireDevices(ctx context.Context, cs kubernetes.Interface) {
+	ginkgo.GinkgoHelper()
+	if missing := MissingDevices(ctx, cs); missing != "" {
+		ginkgo.Skip(missing)
+	}
+}
+
+// MissingDevices says why the cluster does not publish the harness's devices
+// (see RequireDevices), or "" when it does: for a spec that adds claims where
+// it can and runs without them elsewhere.
+func MissingDevices(ctx context.Context, cs kubernetes.Interface) string {
+	ginkgo.GinkgoHelper()
 	if _, err := cs.ResourceV1().DeviceClasses().Get(ctx, DeviceClassName, metav1.GetOptions{}); err != nil {
 		if apierrors.IsNotFound(err) {
-			ginkgo.Skip(fmt.Sprintf("needs DRA devices: no DeviceClass %s on this cluster (the harness's cluster publishes it with devices on its kwok nodes; a cluster with real kubelets needs a DRA driver for them)", DeviceClassName))
+			return fmt.Sprintf("needs DRA devices: no DeviceClass %s on this cluster (the harness's cluster publishes it with devices on its kwok nodes; a cluster with real kubelets needs a DRA driver for them)", DeviceClassName)
 		}
-		gomega.ExpectWithOffset(1, err).NotTo(gomega.HaveOccurred(), "reading DeviceClass %s", DeviceClassName)
+		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "reading DeviceClass %s", DeviceClassName)
 	}
 	slices, err := cs.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{FieldSelector: "spec.driver=" + kwoknodes.DeviceDriver, Limit: 1})
-	gomega.ExpectWithOffset(1, err).NotTo(gomega.HaveOccurred(), "listing the ResourceSlices of driver %s", kwoknodes.DeviceDriver)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "listing the ResourceSlices of driver %s", kwoknodes.DeviceDriver)
 	if len(slices.Items) == 0 {
-		ginkgo.Skip(fmt.Sprintf("needs DRA devices: no ResourceSlice of driver %s offers DeviceClass %s's devices (the harness's cluster publishes them on its kwok nodes; a cluster with real kubelets, such as kind, needs a DRA driver)", kwoknodes.DeviceDriver, DeviceClassName))
+		return fmt.Sprintf("needs DRA devices: no ResourceSlice of driver %s offers DeviceClass %s's devices (the harness's cluster publishes them on its kwok nodes; a cluster with real kubelets, such as kind, needs a DRA driver)", kwoknodes.DeviceDriver, DeviceClassName)
 	}
+	return ""
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"syscall"
@@ -39,8 +38,9 @@ import (
 //     the app, stop its controllers and delete what it wrote after the point
 //     (so every name is the implementation's own, never guessed); for the
 //     minCount points, stop them, scale, and write the new minCount into the
-//     implementation's Workload. On the harness's cluster "stop" restarts the
-//     binary with --controllers= (none); on an existing cluster
+//     implementation's Workload. framework.StopImplementationControllers
+//     stops them: on the harness's cluster it restarts the binary with
+//     --controllers= (none); on an existing cluster
 //     --controller-restart-command does it.
 //
 // Both start from the same partial state, asserted exactly before recovery.
@@ -181,7 +181,8 @@ type crashController struct {
 	resume    func(ctx context.Context)
 	lc        *localcluster.Cluster
 	armedPID  int
-	// stop names how seed mode stops the controllers, for failure messages.
+	// stop names how seed mode stops the controllers, for failure messages
+	// (framework.ImplementationControllersStop).
 	stop string
 }
 
@@ -192,13 +193,22 @@ func crashControllerFor(c crashCase, namespace string) *crashController {
 		ginkgo.Fail(fmt.Sprintf("--crash-mode=%q: want crashpoint or seed", mode))
 	}
 	lc := framework.LocalCluster
-	if lc == nil {
-		cmd := framework.TestContext.ControllerRestartCommand
-		if cmd == "" {
-			ginkgo.Skip("crash recovery on an existing cluster needs --controller-restart-command (a shell command that stops ($1=stop) and starts ($1=start) the controllers under test); crash points exist only in the harness's local cluster")
+	if lc == nil || mode == "seed" {
+		// Seed mode, and any mode on an existing cluster (crash points exist
+		// only in the reference): stop and start the controllers through the
+		// framework's one seam (framework/controllers.go), which starts them
+		// again after the spec whatever happens, before the namespace is
+		// deleted (cleanups run LIFO).
+		how, cannot := framework.ImplementationControllersStop()
+		if cannot != "" {
+			if lc == nil {
+				cannot += "; crash points exist only in the harness's local cluster"
+			}
+			ginkgo.Skip("crash recovery: " + cannot)
 		}
-		// The command as run: a relative path resolved (framework/hooks.go).
-		return vendorController(framework.TestContext.ControllerRestartHook().Command)
+		ctl := &crashController{seed: true, stop: how}
+		ctl.interrupt = func(ctx context.Context) { ctl.resume = framework.StopImplementationControllers(ctx) }
+		return ctl
 	}
 	if !slices.Contains(lc.RunningComponents(), framework.ReferenceControllerManager) {
 		ginkgo.Skip("the local cluster runs without the reference implementation (was-controller-manager): nothing to crash")
@@ -207,20 +217,12 @@ func crashControllerFor(c crashCase, namespace string) *crashController {
 	// happens (before the namespace is deleted: cleanups run LIFO); resume
 	// restores them at once.
 	ctl := &crashController{lc: lc}
-	reconfigure := func(ctx context.Context, args map[string]string) {
-		ctl.resume = framework.Reconfigure(ctx, framework.ReconfigureInput{Cluster: lc, Changes: []framework.ComponentChange{{
-			Component: framework.ReferenceControllerManager, ComponentConfig: localcluster.ComponentConfig{ExtraArgs: args},
-		}}})
-	}
-	if mode == "seed" {
-		ctl.seed, ctl.stop = true, "the seed-mode stop (was-controller-manager --controllers=)"
-		// --controllers= runs no controller: the process stays up and healthy, idle.
-		ctl.interrupt = func(ctx context.Context) { reconfigure(ctx, map[string]string{"controllers": ""}) }
-		return ctl
-	}
 	ctl.interrupt = func(ctx context.Context) {
 		// Scoped to the spec's namespace: no other object can trigger it.
-		reconfigure(ctx, map[string]string{crashpoint.Flag: crashpoint.Arg(c.Point, namespace)})
+		ctl.resume = framework.Reconfigure(ctx, framework.ReconfigureInput{Cluster: lc, Changes: []framework.ComponentChange{{
+			Component:       framework.ReferenceControllerManager,
+			ComponentConfig: localcluster.ComponentConfig{ExtraArgs: map[string]string{crashpoint.Flag: crashpoint.Arg(c.Point, namespace)}},
+		}}})
 		ctl.armedPID = lc.PIDs()[framework.ReferenceControllerManager]
 	}
 	return ctl
@@ -228,30 +230,6 @@ func crashControllerFor(c crashCase, namespace string) *crashController {
 
 func logCrash(format string, args ...any) {
 	ginkgo.GinkgoWriter.Printf(format+"\n", args...)
-}
-
-// vendorController drives an implementation on an existing cluster through
-// the user's command; it always starts it again after the spec.
-func vendorController(cmd string) *crashController {
-	run := func(ctx context.Context, action string) {
-		c := exec.CommandContext(ctx, "sh", "-c", cmd, "sh", action)
-		c.Env = append(os.Environ(), "WAS_CONTROLLER_ACTION="+action)
-		out, err := c.CombinedOutput()
-		logCrash("controller %s (%s): %s", action, cmd, out)
-		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "--controller-restart-command %s failed: %s", action, out)
-	}
-	stopped := false
-	ginkgo.DeferCleanup(func(ctx context.Context) {
-		if stopped {
-			run(ctx, "start")
-		}
-	})
-	return &crashController{
-		seed:      true,
-		stop:      "the controller-restart-command's stop",
-		interrupt: func(ctx context.Context) { run(ctx, "stop"); stopped = true },
-		resume:    func(ctx context.Context) { run(ctx, "start"); stopped = false },
-	}
 }
 
 // expectStopped proves, before the suite seeds a partial state, that the
