@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -355,11 +354,12 @@ func downgradeTo(skewed bool) (change framework.ComponentChange, version string)
 	}
 	version = framework.TestContext.SkewKubeVersion
 	change.ComponentConfig = change.DeepCopy()
-	change.Binary = filepath.Join(framework.TestContext.OutputDir, "bin", "kube", version, "kube-controller-manager")
+	// A version, not a binary: the local cluster runs its binary of that
+	// version (skipping, with the build command, where it is missing), a
+	// kubeadm hook the preloaded image of that tag (hack/hooks/kubeadm).
+	change.Version = version
 	change.OmitFeatureGates = workloadGates
-	if _, err := os.Stat(change.Binary); err != nil {
-		ginkgo.Skip(fmt.Sprintf("needs %s: build it with `KUBE_VERSION=%s KUBE_BINARIES=\"kube-scheduler kube-controller-manager\" hack/build-binaries.sh`", change.Binary, version))
-	}
+	framework.RequireReconfigure(change)
 	return change, version
 }
 
