@@ -122,6 +122,11 @@ func (r *Reconciler) EnsureWorkload(ctx context.Context, d *appsv1.Deployment) (
 		return nil, nil
 	}
 	if err := r.scheduling.Ready(); err != nil {
+		// Counted and reported like a refused create: a process started while
+		// the API is not served has no informers, and would otherwise retry
+		// silently (KEP-6276's version skew: retries with backoff, visible).
+		creationErrors.WithLabelValues("Workload").Inc()
+		r.recorder.Eventf(d, corev1.EventTypeWarning, events.WorkloadCreationFailed, "Error creating the Workload: %v", err)
 		return nil, err
 	}
 	defer r.deploymentLocks.Lock(types.NamespacedName{Namespace: d.Namespace, Name: d.Name})()

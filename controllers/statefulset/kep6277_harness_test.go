@@ -57,6 +57,9 @@ type stEnvOptions struct {
 	// laggingInformers makes the scheduling informers list once and then
 	// never hear of a change, as if their watch lagged indefinitely.
 	laggingInformers bool
+	// notServed leaves the scheduling informers unstarted, as in a process
+	// that started while the apiserver did not serve scheduling.k8s.io/v1beta1.
+	notServed bool
 }
 
 func stNewEnv(t *testing.T, o stEnvOptions) *stEnv {
@@ -87,7 +90,9 @@ func stNewEnv(t *testing.T, o stEnvOptions) *stEnv {
 		},
 	})
 	e.cc = e.r.ControllerClient(e.Client)
-	e.StartScheduling()
+	if !o.notServed {
+		e.StartScheduling()
+	}
 	return e
 }
 

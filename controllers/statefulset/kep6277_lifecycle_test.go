@@ -427,6 +427,29 @@ func TestKEP6277Creation(t *testing.T) {
 			t.Errorf("counter moved on success: %v -> %v", after, again)
 		}
 	})
+
+	// Found on kind: a controller manager restarted while the API was not
+	// served has never synced its scheduling informers; a gang StatefulSet's
+	// pods wait, and the wait must show as failed creations, not as silence.
+	t.Run("S-P9_started_while_not_served_counts_and_emits_event", func(t *testing.T) {
+		RegisterMetrics()
+		e := stNewEnv(t, stEnvOptions{notServed: true})
+		set := stSet(t, "db", 3, stGang())
+		e.storeSet(set)
+		before := stCounter(t, "statefulset_workload_creation_errors_total")
+		if _, err := e.createPod(stPod(set, 0, stRevision1)); err == nil {
+			t.Fatal("gang pod created although the scheduling API is not served")
+		}
+		if after := stCounter(t, "statefulset_workload_creation_errors_total"); after-before != 1 {
+			t.Errorf("statefulset_workload_creation_errors_total went from %v to %v, want +1", before, after)
+		}
+		if ev := e.Events(); !fakeapi.HasEvent(ev, "Warning "+events.WorkloadCreationFailed) {
+			t.Errorf("events = %v, want Warning %s", ev, events.WorkloadCreationFailed)
+		}
+		if w := e.Writes(); len(w) != 0 {
+			t.Errorf("writes = %v, want none while the API is not served", w)
+		}
+	})
 }
 
 // stCounter reads a counter from the legacy registry /metrics serves

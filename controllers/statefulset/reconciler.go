@@ -122,6 +122,13 @@ func (r *Reconciler) Resolve(ctx context.Context, set *appsv1.StatefulSet) (*sch
 		return nil, nil
 	}
 	if err := r.scheduling.Ready(); err != nil {
+		// The Workload cannot be created: a failed creation as far as the
+		// user can tell (KEP-6277's WorkloadCreationFailed event and
+		// statefulset_workload_creation_errors_total), whether the informers
+		// once synced and the create is refused, or this process started while
+		// the API was not served and has no informers to create against.
+		workloadCreationErrors.Inc()
+		r.recorder.Eventf(set, corev1.EventTypeWarning, events.WorkloadCreationFailed, "Error creating the Workload: %v", err)
 		if cfg.IsGang() {
 			// Pods without their PodGroup would bypass the gang: wait (KEP-6277,
 			// version skew). A basic StatefulSet runs as upstream meanwhile.
