@@ -2,6 +2,7 @@ package statefulset
 
 import (
 	"context"
+	"fmt"
 	"slices"
 
 	"github.com/onsi/ginkgo/v2"
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 
 	"github.com/workload-aware/apps-harness/framework"
 	"github.com/workload-aware/apps-harness/framework/apps"
@@ -178,24 +180,116 @@ func deleteStatefulSet(ctx context.Context, f *framework.Framework, set *appsv1.
 	return kept
 }
 
-// deleteObjects deletes a PodGroup and then its Workload, and waits until
-// both are gone (the PodGroup's protection finalizer goes once no live pod
-// names it).
-func deleteObjects(ctx context.Context, f *framework.Framework, w *schedulingv1beta1.Workload, pg *schedulingv1beta1.PodGroup) {
+// waitForStatusReplicas waits until the StatefulSet controller has observed
+// set's latest spec and written status.replicas n: its status write once the
+// pods it counted are gone, the last write a scale-down makes (a real
+// kubelet's graceful termination puts it seconds after the scale).
+func waitForStatusReplicas(ctx context.Context, f *framework.Framework, set *appsv1.StatefulSet, n int32) {
+	ginkgo.GinkgoHelper()
+	gomega.Eventually(ctx, func(ctx context.Context) error {
+		s, err := f.ClientSet.AppsV1().StatefulSets(f.Namespace).Get(ctx, set.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if s.Status.ObservedGeneration < s.Generation || s.Status.Replicas != n {
+			return fmt.Errorf("generation %d, observed %d, status.replicas %d", s.Generation, s.Status.ObservedGeneration, s.Status.Replicas)
+		}
+		return nil
+	}).WithTimeout(f.Timeouts.PodsBound).WithPolling(f.Timeouts.Poll).Should(gomega.Succeed(),
+		"waiting for the StatefulSet controller to write status.replicas %d for the latest spec of %s", n, set.Name)
+}
+
+// replaceWithDecoys deletes the Workload and PodGroup of a StatefulSet at
+// zero pods, w and pg, and creates decoyW and decoyPG under their names; it
+// returns the decoys as created.
+//
+// At zero pods the StatefulSet controller may legitimately re-create both
+// objects, under the same names, the next time it syncs the StatefulSet:
+// KEP-6277, "The controller attempts to create Workload and PodGroup only
+// when the StatefulSet has no pods associated with it yet", and "it discovers
+// first and creates only what is missing". So a name that is still held
+// after w or pg is gone is a re-creation (another UID), not a deletion that
+// did not happen: it is deleted in turn, and the decoys go in once both names
+// are free. Only the decoy Workload's own name may then block the decoy
+// PodGroup through a PodGroup stamped from it (an ownerReference to its UID):
+// that is a use of the decoy, found by its name, and fails the spec.
+func replaceWithDecoys(ctx context.Context, f *framework.Framework, w *schedulingv1beta1.Workload, pg *schedulingv1beta1.PodGroup,
+	decoyW *schedulingv1beta1.Workload, decoyPG *schedulingv1beta1.PodGroup) (*schedulingv1beta1.Workload, *schedulingv1beta1.PodGroup) {
 	ginkgo.GinkgoHelper()
 	sched := f.ClientSet.SchedulingV1beta1()
-	gomega.Expect(sched.PodGroups(f.Namespace).Delete(ctx, pg.Name, metav1.DeleteOptions{})).To(gomega.Succeed())
-	gomega.Expect(sched.Workloads(f.Namespace).Delete(ctx, w.Name, metav1.DeleteOptions{})).To(gomega.Succeed())
-	gomega.Eventually(ctx, func(ctx context.Context) []string {
-		var left []string
-		if _, err := sched.PodGroups(f.Namespace).Get(ctx, pg.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			left = append(left, "podgroup/"+pg.Name)
+	var madeW *schedulingv1beta1.Workload
+	var madePG *schedulingv1beta1.PodGroup
+	recreated := map[types.UID]bool{}
+	// free deletes the object holding a name (if it is not already going) and
+	// reports whether the name is held.
+	free := func(kind, name string, uid types.UID, meta metav1.Object, err error, del func(metav1.DeleteOptions) error) (bool, error) {
+		if apierrors.IsNotFound(err) {
+			return false, nil
 		}
-		if _, err := sched.Workloads(f.Namespace).Get(ctx, w.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			left = append(left, "workload/"+w.Name)
+		if err != nil {
+			return true, err
 		}
-		return left
-	}).WithTimeout(f.Timeouts.Cleanup).WithPolling(f.Timeouts.Poll).Should(gomega.BeEmpty(), "waiting for Workload %s and PodGroup %s to be deleted", w.Name, pg.Name)
+		if meta.GetUID() != uid && !recreated[meta.GetUID()] {
+			recreated[meta.GetUID()] = true
+			logf("%s %s was re-created at zero pods (uid %s, was %s): deleting it again", kind, name, meta.GetUID(), uid)
+		}
+		if meta.GetDeletionTimestamp() == nil {
+			if err := del(metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptr.To(meta.GetUID())}}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				return true, err
+			}
+		}
+		return true, nil
+	}
+	gomega.Eventually(ctx, func(ctx context.Context) error {
+		if madeW == nil {
+			// The PodGroup first: it names the Workload.
+			got, err := sched.PodGroups(f.Namespace).Get(ctx, pg.Name, metav1.GetOptions{})
+			pgHeld, err := free("PodGroup", pg.Name, pg.UID, got, err, func(o metav1.DeleteOptions) error {
+				return sched.PodGroups(f.Namespace).Delete(ctx, pg.Name, o)
+			})
+			if err != nil {
+				return err
+			}
+			gotW, err := sched.Workloads(f.Namespace).Get(ctx, w.Name, metav1.GetOptions{})
+			wHeld, err := free("Workload", w.Name, w.UID, gotW, err, func(o metav1.DeleteOptions) error {
+				return sched.Workloads(f.Namespace).Delete(ctx, w.Name, o)
+			})
+			if err != nil {
+				return err
+			}
+			if pgHeld || wHeld {
+				return fmt.Errorf("waiting for the names to be free: PodGroup %s held %v, Workload %s held %v", pg.Name, pgHeld, w.Name, wHeld)
+			}
+			if madeW, err = sched.Workloads(f.Namespace).Create(ctx, decoyW, metav1.CreateOptions{}); err != nil {
+				madeW = nil
+				return fmt.Errorf("creating the decoy Workload %s: %w", decoyW.Name, err)
+			}
+		}
+		var err error
+		if madePG, err = sched.PodGroups(f.Namespace).Create(ctx, decoyPG, metav1.CreateOptions{}); err == nil {
+			return nil
+		}
+		madePG = nil
+		if !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating the decoy PodGroup %s: %w", decoyPG.Name, err)
+		}
+		got, err := sched.PodGroups(f.Namespace).Get(ctx, decoyPG.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if slices.ContainsFunc(got.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == madeW.UID }) {
+			return gomega.StopTrying(fmt.Sprintf("PodGroup %s (uid %s) was stamped from the decoy Workload %s, found by its name", got.Name, got.UID, madeW.Name))
+		}
+		_, err = free("PodGroup", pg.Name, pg.UID, got, nil, func(o metav1.DeleteOptions) error {
+			return sched.PodGroups(f.Namespace).Delete(ctx, pg.Name, o)
+		})
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("waiting for PodGroup %s (uid %s) to go before the decoy takes its name", got.Name, got.UID)
+	}).WithTimeout(f.Timeouts.PodsBound).WithPolling(f.Timeouts.Poll).Should(gomega.Succeed(),
+		"replacing Workload %s and PodGroup %s with decoys of the same names", w.Name, pg.Name)
+	return madeW, madePG
 }
 
 // podsNaming lists a's pods whose spec.schedulingGroup names podGroup.

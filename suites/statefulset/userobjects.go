@@ -151,16 +151,23 @@ var _ = ginkgo.Describe("StatefulSets with Workloads and PodGroups they did not 
 		// implementation itself (its own Workload and PodGroup for this very
 		// StatefulSet), then taken by decoys that reference nothing of it.
 		ginkgo.It("discovers by reference, not by name: decoys carrying the names it chose are neither used nor changed", framework.ID("S-U11"), func(ctx context.Context) {
-			_, a, _ := runningGang(ctx, f, "named", 2, "100m")
+			set, a, _ := runningGang(ctx, f, "named", 2, "100m")
 			w, pg := objectsOf(ctx, f, a)
 			template := pg.Spec.WorkloadRef.TemplateName
 
 			ginkgo.By("at zero replicas, deleting its Workload and PodGroup and putting decoys of the same names in their place")
 			apps.Scale(ctx, f, a, 0)
 			apps.WaitForPodsCreated(ctx, f, a, 0)
-			deleteObjects(ctx, f, &w, &pg)
-			decoyW := createWorkload(ctx, f, builder.Workload(w.Name, f.Namespace).PodGroupTemplate(builder.PodGroupTemplate(template).Gang(2)).Obj())
-			decoyPG := createPodGroup(ctx, f, builder.PodGroup(pg.Name, f.Namespace).WorkloadRef(w.Name, template).Gang(2).Obj())
+			// The pods being gone is not the end of the scale-down: the
+			// StatefulSet controller then writes status.replicas 0, and an
+			// implementation that syncs on that write finds no pods and, its
+			// objects deleted, may create them again (KEP-6277: "The
+			// controller attempts to create Workload and PodGroup only when
+			// the StatefulSet has no pods associated with it yet").
+			waitForStatusReplicas(ctx, f, set, 0)
+			decoyW, decoyPG := replaceWithDecoys(ctx, f, &w, &pg,
+				builder.Workload(w.Name, f.Namespace).PodGroupTemplate(builder.PodGroupTemplate(template).Gang(2)).Obj(),
+				builder.PodGroup(pg.Name, f.Namespace).WorkloadRef(w.Name, template).Gang(2).Obj())
 			before, err := apps.Events(ctx, f, a)
 			gomega.Expect(err).NotTo(gomega.HaveOccurred())
 
