@@ -22,6 +22,14 @@ import (
 // other spec lands on it). Specs find it by node.status.nodeInfo.kubeletVersion,
 // which every kubelet reports, so they work on any cluster that has one.
 
+// KubeletSkewGap is what the KEPs leave open about a kubelet older than the
+// control plane: a KubeletSkew spec's skip on a cluster without one names it.
+const KubeletSkewGap = `KEP-6277's Version Skew Strategy names two scenarios ("API server lacks the scheduling API", "Scheduler lacks GenericWorkload") and ` +
+	`KEP-6276's the API server only; neither says what a kubelet older than the control plane does with a gang's pods or a PodGroup-level claim. ` +
+	`The kubelet appears only in KEP-6277's "The DRAWorkloadResourceClaims feature gate (KEP-5729) must be enabled in kube-apiserver, ` +
+	`kube-controller-manager, kube-scheduler, and kubelet for the resourceClaims field on StatefulSetSchedulingConfiguration to take effect. ` +
+	`Without it, the field is ignored and ResourceClaims are not shared at the PodGroup level."`
+
 // OldKubelet is a Ready node whose kubelet is older than the control plane.
 type OldKubelet struct {
 	Node corev1.Node

@@ -45,19 +45,12 @@ import (
 // reserves it for the PodGroup all the same, neither KEP says: that spec
 // asserts the sentence and skips, naming the gap and what it saw.
 
-// kubeletSkewGap is the gap the skip of a cluster without an older kubelet names.
-const kubeletSkewGap = `KEP-6277's Version Skew Strategy names two scenarios ("API server lacks the scheduling API", "Scheduler lacks GenericWorkload") and ` +
-	`KEP-6276's the API server only; neither says what a kubelet older than the control plane does with a gang's pods or a PodGroup-level claim. ` +
-	`The kubelet appears only in KEP-6277's "The DRAWorkloadResourceClaims feature gate (KEP-5729) must be enabled in kube-apiserver, ` +
-	`kube-controller-manager, kube-scheduler, and kubelet for the resourceClaims field on StatefulSetSchedulingConfiguration to take effect. ` +
-	`Without it, the field is ignored and ResourceClaims are not shared at the PodGroup level."`
-
 var _ = ginkgo.Describe("StatefulSets on a kubelet older than the control plane", framework.KEP(6277), framework.KubeletSkew,
 	framework.WithFeatureGate(framework.GenericWorkload, framework.WorkloadWithStatefulSet), func() {
 		f := framework.New("sts-kubelet-skew")
 		var old framework.OldKubelet
 		ginkgo.BeforeEach(func(ctx context.Context) {
-			old = framework.RequireOldKubelet(ctx, f.ClientSet, kubeletSkewGap)
+			old = framework.RequireOldKubelet(ctx, f.ClientSet, framework.KubeletSkewGap)
 			logf("older kubelet: %s", old)
 		})
 
