@@ -339,6 +339,17 @@ create=("$KIND" create cluster --name "$KIND_CLUSTER_NAME" --config "$ARTIFACTS/
 "${create[@]}"
 timed "create cluster"
 if [[ -z $default_cni ]]; then
+  # kind returns once every kubeadm join is done, which a kubelet's TLS
+  # bootstrap ends; its Node can come later (measured: 5 nodes beside another
+  # cluster exhausted the host's inotify instances, the kubelets restarted
+  # for 2 minutes, and kind_cni configured only the 2 nodes registered by then).
+  want=$("$KIND" get nodes --name "$KIND_CLUSTER_NAME" | wc -l)
+  for _ in $(seq 150); do
+    (($(kubectl_ get nodes -o name | wc -l) >= want)) && break
+    sleep 2
+  done
+  (($(kubectl_ get nodes -o name | wc -l) >= want)) ||
+    { log "ERROR: $(kubectl_ get nodes -o name | wc -l) of the $want nodes registered within 5m (the host's fs.inotify.max_user_instances is shared by every kind node)"; exit 1; }
   kind_cni
   kubectl_ wait --for=condition=Ready nodes --all --timeout=5m
   timed "CNI + nodes Ready"
