@@ -136,7 +136,7 @@ variants: binaries ## Correct variants of the reference (hack/variants/: choices
 	MUTATION_EXPECT=pass hack/mutation.sh
 
 .PHONY: e2e-kind
-e2e-kind: tools ## The suites on a kind cluster built offline (a running Docker, or root on Debian: installs docker.io; KIND_WORKERS=3; see hack/e2e-kind.sh).
+e2e-kind: tools ## The suites on a kind cluster built offline (a running Docker, or root on Debian: installs docker.io; KIND_WORKERS=3; KIND_SKEW_WORKER=1 adds a previous-minor kubelet; see hack/e2e-kind.sh).
 	hack/e2e-kind.sh
 
 # The kind smoke of .ci/run: the Harness specs, one gang Deployment spec (D-E9)

@@ -71,6 +71,9 @@ var (
 	// Harness labels the harness's own specs, which prove the cluster works
 	// as the KEP specs assume rather than a KEP item.
 	Harness = ginkgo.Label("Harness")
+	// KubeletSkew specs need a node whose kubelet is older than the control
+	// plane (make e2e-kind KIND_SKEW_WORKER=1); without one they skip.
+	KubeletSkew = ginkgo.Label("KubeletSkew")
 )
 
 // loadPlan parses the embedded test plan once per process.

@@ -25,6 +25,15 @@
 # KIND_NODE_IMAGE: use this node image instead of building one (e.g. a
 # published kindest/node; then KIND_DEFAULT_CNI=1 keeps kindnetd).
 # KIND_CLUSTER_NAME the name, KEEP_CLUSTER=1 keeps the cluster (and engine).
+# KIND_SKEW_WORKER=1 adds one worker whose kubelet is the previous minor's
+# (SKEW_KUBE_VERSION, hack/kind-worker-image.sh: the node image with that
+# kubelet and kubeadm; KIND_SKEW_NODE_IMAGE to use another), tainted
+# was-harness.io/kubelet-skew=<version>:NoSchedule so that only the specs
+# that look for an older kubelet (label KubeletSkew) place pods there, and
+# started with KIND_SKEW_KUBELET_GATES as its --feature-gates (default
+# DRAWorkloadResourceClaims=false,GenericWorkload=false, that kubelet's own
+# defaults: an upgrade's old kubelet; empty: the cluster's KubeletConfiguration,
+# which turns both on).
 # ALLOW_DISRUPTIVE=1 runs the Disruptive specs too, through the hooks of any
 # kubeadm cluster (hack/hooks/kubeadm: static pod manifests rewritten through
 # `docker exec`, the reference's DaemonSets patched); a full run (no
@@ -43,6 +52,11 @@ KIND_CLUSTER_NAME=${KIND_CLUSTER_NAME:-was-e2e}
 KIND_WORKERS=${KIND_WORKERS:-3} # kind-config/kindconfig_test.go: DefaultWorkers
 KIND_NODE_IMAGE=${KIND_NODE_IMAGE:-}
 KIND_DEFAULT_CNI=${KIND_DEFAULT_CNI:-}
+KIND_SKEW_WORKER=${KIND_SKEW_WORKER:-}
+KIND_SKEW_NODE_IMAGE=${KIND_SKEW_NODE_IMAGE:-}
+# `-`, not `:-`: set and empty means the cluster's kubelet gates.
+KIND_SKEW_KUBELET_GATES=${KIND_SKEW_KUBELET_GATES-DRAWorkloadResourceClaims=false,GenericWorkload=false}
+SKEW_TAINT=was-harness.io/kubelet-skew # framework.OldKubelet tolerates a skew node's taints
 KEEP_CLUSTER=${KEEP_CLUSTER:-}
 # E2E_RUNNER=host runs the suite from this machine (hack/e2e.sh); pod runs
 # sonobuoy/run.sh in the suite image as a pod in the cluster, as the Sonobuoy
@@ -59,6 +73,8 @@ E2E_TIMEOUT=${E2E_TIMEOUT:-90m}
 E2E_IMAGE=${E2E_IMAGE:-localhost/was-e2e:dev}
 [[ $E2E_RUNNER == host || $E2E_RUNNER == pod ]] || { echo "e2e-kind: E2E_RUNNER=$E2E_RUNNER: want host or pod" >&2; exit 2; }
 [[ $E2E_TIMEOUT =~ ^[0-9]+m$ ]] || { echo "e2e-kind: E2E_TIMEOUT=$E2E_TIMEOUT: want minutes, such as 90m" >&2; exit 2; }
+[[ -z $KIND_SKEW_WORKER || $KIND_SKEW_WORKER == 0 || $KIND_SKEW_WORKER == 1 ]] || { echo "e2e-kind: KIND_SKEW_WORKER=$KIND_SKEW_WORKER: want 1 (one worker with the previous minor's kubelet) or 0" >&2; exit 2; }
+[[ $KIND_SKEW_WORKER == 1 ]] || KIND_SKEW_WORKER=
 IMAGE=${IMAGE:-localhost/was-controller-manager:dev} # the name deploy/ uses
 RACK_LABEL=was-harness.io/rack                      # kind-config/: the kubelet may not set topology.kubernetes.io/rack
 log() { printf '[e2e-kind %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -106,8 +122,20 @@ if [[ -z $KIND_NODE_IMAGE ]]; then
   [[ -n $pause ]] || { log "ERROR: $KIND_NODE_IMAGE has no was-harness.io/pause-image label: rebuild it (make kind-image)"; exit 1; }
   export POD_IMAGE=${POD_IMAGE:-$pause} POD_IMAGE_PULL_POLICY=${POD_IMAGE_PULL_POLICY:-IfNotPresent}
   default_cni=$KIND_DEFAULT_CNI
+  if [[ -n $KIND_SKEW_WORKER && -z $KIND_SKEW_NODE_IMAGE ]]; then
+    KIND_SKEW_NODE_IMAGE=localhost/kind-node:${SKEW_KUBE_VERSION:=$(hack/versions.sh skew)}-worker
+    KIND_NODE_IMAGE=$KIND_NODE_IMAGE KUBELET_VERSION=$SKEW_KUBE_VERSION KIND_WORKER_IMAGE=$KIND_SKEW_NODE_IMAGE hack/kind-worker-image.sh
+  fi
 else
   default_cni=${KIND_DEFAULT_CNI:-1}
+  [[ -n $KIND_SKEW_WORKER && -z $KIND_SKEW_NODE_IMAGE ]] &&
+    { log "ERROR: KIND_SKEW_WORKER=1 with KIND_NODE_IMAGE=$KIND_NODE_IMAGE needs KIND_SKEW_NODE_IMAGE, a node image of an older kubelet"; exit 2; }
+fi
+skew_kubelet=
+if [[ -n $KIND_SKEW_WORKER ]]; then
+  # The taint's value: the older kubelet's version, as its image says (kind's /kind/version).
+  skew_kubelet=$(docker run --rm --entrypoint cat "$KIND_SKEW_NODE_IMAGE" /kind/version)
+  log "skew worker: $KIND_SKEW_NODE_IMAGE (kubelet $skew_kubelet, --feature-gates=${KIND_SKEW_KUBELET_GATES:-none, the cluster gates})"
 fi
 timed "node image"
 controller_archive=$(hack/controller-image.sh)
@@ -222,10 +250,44 @@ pod_args() {
 
 # The kind config for this run: was-v1.37.yaml's ClusterConfiguration patch
 # and labels, its first KIND_WORKERS workers, and what this node image needs.
+# With KIND_SKEW_WORKER=1, every node names its image (kind's --image would
+# replace the skew worker's) and one more worker follows the others: the
+# older kubelet's image, tainted at registration (kubeadm join's
+# nodeRegistration.taints become the kubelet's --register-with-taints, so no
+# pod lands there first), its gates given as a kubelet flag (a flag overrides
+# the featureGates of the cluster's KubeletConfiguration, which kubeadm join
+# downloads and a join configuration cannot patch).
 kind_config() {
   local cgroup_v1=
   [[ -f /sys/fs/cgroup/cgroup.controllers ]] || cgroup_v1=1
-  awk -v workers="$KIND_WORKERS" -v cgv1="$cgroup_v1" -v nocni="$([[ -z $default_cni ]] && echo 1)" '
+  awk -v workers="$KIND_WORKERS" -v cgv1="$cgroup_v1" -v nocni="$([[ -z $default_cni ]] && echo 1)" \
+    -v nodeimg="$([[ -n $KIND_SKEW_WORKER ]] && echo "$KIND_NODE_IMAGE")" -v skewimg="${KIND_SKEW_WORKER:+$KIND_SKEW_NODE_IMAGE}" \
+    -v skewver="$skew_kubelet" -v skewgates="$KIND_SKEW_KUBELET_GATES" -v taint="$SKEW_TAINT" '
+    function skew_worker() {
+      done_skew = 1
+      print "- role: worker"
+      print "  image: " skewimg
+      print "  kubeadmConfigPatches:"
+      print "  - |"
+      print "    apiVersion: kubeadm.k8s.io/v1beta4"
+      print "    kind: JoinConfiguration"
+      print "    nodeRegistration:"
+      print "      taints:"
+      print "      - {key: " taint ", value: \"" skewver "\", effect: NoSchedule}"
+      if (skewgates != "") {
+        print "  kubeadmConfigPatchesJSON6902:"
+        print "  - group: kubeadm.k8s.io"
+        print "    version: v1beta4"
+        print "    kind: JoinConfiguration"
+        print "    patch: |"
+        print "      - op: add"
+        print "        path: /nodeRegistration/kubeletExtraArgs/-"
+        print "        value: {name: feature-gates, value: \"" skewgates "\"}"
+      }
+    }
+    # The skew worker goes last in nodes:, before the next top-level key.
+    skewimg && in_nodes && /^[a-z]/ && !done_skew { skew_worker(); in_nodes = 0 }
+    /^nodes:/ { in_nodes = 1 }
     /^kubeadmConfigPatches:/ {
       print
       if (cgv1) {
@@ -240,9 +302,12 @@ kind_config() {
     /^- role: worker/ { n++; skip = (n > workers) }
     /^- role: control-plane/ { skip = 0 }
     /^[a-z]/ && !/^nodes:/ && !/^kubeadmConfigPatches:/ { skip = 0 }
-    /^  image: / { next }  # the node image is --image
+    /^  image: / { if (nodeimg && !skip) print "  image: " nodeimg; next }  # else the node image is --image
     !skip { print }
-    END { if (nocni) { print "networking:"; print "  disableDefaultCNI: true" } }
+    END {
+      if (skewimg && in_nodes && !done_skew) skew_worker()
+      if (nocni) { print "networking:"; print "  disableDefaultCNI: true" }
+    }
   ' "$KIND_CONFIG"
 }
 
@@ -266,17 +331,30 @@ JSON
   done <<<"$nodes"
 }
 
-log "step 1/5: kind cluster $KIND_CLUSTER_NAME ($KIND_NODE_IMAGE) from $KIND_CONFIG, $KIND_WORKERS workers"
+log "step 1/5: kind cluster $KIND_CLUSTER_NAME ($KIND_NODE_IMAGE) from $KIND_CONFIG, $KIND_WORKERS workers${KIND_SKEW_WORKER:+ and a worker with kubelet $skew_kubelet ($KIND_SKEW_NODE_IMAGE)}"
 trap cleanup EXIT
 # A stopped run (Ctrl-C, timeout) still exports the logs, deletes the cluster and stops the engine.
 trap 'exit 130' INT
 trap 'exit 143' TERM
 kind_config >"$ARTIFACTS/kind-config.yaml"
-create=("$KIND" create cluster --name "$KIND_CLUSTER_NAME" --config "$ARTIFACTS/kind-config.yaml" --kubeconfig "$KUBECONFIG_FILE" --image "$KIND_NODE_IMAGE" --retain)
+create=("$KIND" create cluster --name "$KIND_CLUSTER_NAME" --config "$ARTIFACTS/kind-config.yaml" --kubeconfig "$KUBECONFIG_FILE" --retain)
+# --image would override every node's image, the skew worker's too: with it, the config names them.
+[[ -z $KIND_SKEW_WORKER ]] && create+=(--image "$KIND_NODE_IMAGE")
 [[ -n $default_cni ]] && create+=(--wait 5m)
 "${create[@]}"
 timed "create cluster"
 if [[ -z $default_cni ]]; then
+  # kind returns once every kubeadm join is done, which a kubelet's TLS
+  # bootstrap ends; its Node can come later (measured: 5 nodes beside another
+  # cluster exhausted the host's inotify instances, the kubelets restarted
+  # for 2 minutes, and kind_cni configured only the 2 nodes registered by then).
+  want=$("$KIND" get nodes --name "$KIND_CLUSTER_NAME" | wc -l)
+  for _ in $(seq 150); do
+    (($(kubectl_ get nodes -o name | wc -l) >= want)) && break
+    sleep 2
+  done
+  (($(kubectl_ get nodes -o name | wc -l) >= want)) ||
+    { log "ERROR: $(kubectl_ get nodes -o name | wc -l) of the $want nodes registered within 5m (the host's fs.inotify.max_user_instances is shared by every kind node)"; exit 1; }
   kind_cni
   kubectl_ wait --for=condition=Ready nodes --all --timeout=5m
   timed "CNI + nodes Ready"
@@ -306,14 +384,15 @@ if [[ $KIND_DRA_DRIVER == 1 ]]; then
   "$KIND" load image-archive "$dra_archive" --name "$KIND_CLUSTER_NAME"
   kubectl_ apply -f hack/dradriver/deploy.yaml
   kubectl_ -n was-dra rollout status daemonset/was-dra-driver --timeout=5m
-  slices=0
+  # The skew worker's too: the driver's DaemonSet tolerates its taint.
+  slices=0 workers=$((KIND_WORKERS + ${KIND_SKEW_WORKER:-0}))
   for _ in $(seq 60); do
     slices=$(kubectl_ get resourceslices --field-selector spec.driver=gpu.was-harness.io -o name | wc -l)
-    ((slices >= KIND_WORKERS)) && break
+    ((slices >= workers)) && break
     sleep 2
   done
-  if ((slices < KIND_WORKERS)); then
-    log "ERROR: the DRA driver published $slices ResourceSlices for $KIND_WORKERS workers within 120s; its logs:"
+  if ((slices < workers)); then
+    log "ERROR: the DRA driver published $slices ResourceSlices for $workers workers within 120s; its logs:"
     kubectl_ -n was-dra logs ds/was-dra-driver --tail=20 >&2 || true
     exit 1
   fi

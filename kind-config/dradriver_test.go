@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/yaml"
@@ -58,6 +59,21 @@ func TestDRADriverPublishesTheHarnessDevices(t *testing.T) {
 		if !slices.Contains(args, a) {
 			t.Errorf("driver args %v lack %s (pkg/kwoknodes)", args, a)
 		}
+	}
+	// The KubeletSkew specs need devices on the skew worker, which
+	// hack/e2e-kind.sh taints so that ordinary specs stay off it.
+	script, err := os.ReadFile("../hack/e2e-kind.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const skewTaint = "was-harness.io/kubelet-skew"
+	if !strings.Contains(string(script), "\nSKEW_TAINT="+skewTaint+" ") {
+		t.Errorf("hack/e2e-kind.sh no longer taints the skew worker %s: keep this test and deploy.yaml's toleration in step", skewTaint)
+	}
+	if !slices.ContainsFunc(ds.Spec.Template.Spec.Tolerations, func(tol corev1.Toleration) bool {
+		return tol.Key == skewTaint && tol.Operator == corev1.TolerationOpExists && tol.Effect == corev1.TaintEffectNoSchedule
+	}) {
+		t.Errorf("driver tolerations %v lack %s:NoSchedule (Exists): no devices on the kubelet-skew worker", ds.Spec.Template.Spec.Tolerations, skewTaint)
 	}
 	if img := ds.Spec.Template.Spec.Containers[0].Image; !strings.HasPrefix(img, "localhost/") {
 		t.Errorf("driver image %q: hack/e2e-kind.sh builds and loads a localhost/ image; nothing can be pulled", img)

@@ -6,6 +6,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	corev1 "k8s.io/api/core/v1"
+	kubeadmv1beta4 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
+	kindv1alpha4 "sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
+	"sigs.k8s.io/yaml"
 )
 
 // TestE2EKindFailsEarlyWithoutDockerOrKind runs hack/e2e-kind.sh with a PATH
@@ -104,4 +110,121 @@ func fakePath(t *testing.T, docker string, tools ...string) string {
 		}
 	}
 	return bin
+}
+
+// kindConfigOf runs hack/e2e-kind.sh's kind_config function (extracted from
+// the script, so the test needs no engine) on was-v1.37.yaml with env set,
+// and decodes its output strictly, as kind does.
+func kindConfigOf(t *testing.T, env ...string) (*kindv1alpha4.Cluster, string) {
+	t.Helper()
+	script := `set -euo pipefail
+source <(sed -n '/^kind_config() {/,/^}/p' ../hack/e2e-kind.sh)
+kind_config`
+	cmd := exec.Command("bash", "-c", script)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "KIND_CONFIG=was-v1.37.yaml", "KIND_WORKERS=3", "default_cni=",
+		"SKEW_TAINT=was-harness.io/kubelet-skew", "KIND_SKEW_WORKER=", "KIND_NODE_IMAGE=", "KIND_SKEW_NODE_IMAGE=", "skew_kubelet=",
+		"KIND_SKEW_KUBELET_GATES="}, env...)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("kind_config: %v\n%s", err, out)
+	}
+	c := &kindv1alpha4.Cluster{}
+	if err := yaml.UnmarshalStrict(out, c); err != nil {
+		t.Fatalf("kind_config's output is not a valid kind v1alpha4 Cluster: %v\n%s", err, out)
+	}
+	return c, string(out)
+}
+
+// TestKindConfigSkewWorker checks the kind configuration hack/e2e-kind.sh
+// writes: by default the file's control plane and first 3 workers, images
+// left to --image; with KIND_SKEW_WORKER=1 every node names its image (kind's
+// --image would override the skew worker's) and one more worker follows, of
+// the skew image, tainted at join, with its kubelet's --feature-gates.
+func TestKindConfigSkewWorker(t *testing.T) {
+	if _, err := exec.LookPath("awk"); err != nil {
+		t.Skip("no awk")
+	}
+	def, text := kindConfigOf(t)
+	if len(def.Nodes) != 1+DefaultWorkers {
+		t.Fatalf("default: %d nodes, want 1 control plane and %d workers:\n%s", len(def.Nodes), DefaultWorkers, text)
+	}
+	for i, n := range def.Nodes {
+		if n.Image != "" || len(n.KubeadmConfigPatches) > 0 {
+			t.Errorf("default: node %d has image %q and patches %v; the default path leaves the image to --image and patches nothing per node", i, n.Image, n.KubeadmConfigPatches)
+		}
+	}
+
+	const node, skew = "localhost/kind-node:v1.37.2", "localhost/kind-node:v1.36.3-worker"
+	for _, gates := range []string{"DRAWorkloadResourceClaims=false,GenericWorkload=false", ""} {
+		c, text := kindConfigOf(t, "KIND_SKEW_WORKER=1", "KIND_NODE_IMAGE="+node, "KIND_SKEW_NODE_IMAGE="+skew,
+			"skew_kubelet=v1.36.3", "KIND_SKEW_KUBELET_GATES="+gates)
+		if len(c.Nodes) != 2+DefaultWorkers {
+			t.Fatalf("skew (gates %q): %d nodes, want 1 control plane, %d workers and the skew worker:\n%s", gates, len(c.Nodes), DefaultWorkers, text)
+		}
+		for i, n := range c.Nodes[:len(c.Nodes)-1] {
+			if n.Image != node {
+				t.Errorf("skew: node %d image %q, want %q", i, n.Image, node)
+			}
+		}
+		w := c.Nodes[len(c.Nodes)-1]
+		if w.Role != kindv1alpha4.WorkerRole || w.Image != skew {
+			t.Fatalf("skew: last node %s %q, want a worker of %q:\n%s", w.Role, w.Image, skew, text)
+		}
+		if len(w.Labels) > 0 {
+			t.Errorf("skew worker labels %v: without zone and rack it stays out of the topology specs' domains", w.Labels)
+		}
+		if len(w.KubeadmConfigPatches) != 1 {
+			t.Fatalf("skew worker: %d kubeadm patches, want its JoinConfiguration's taint:\n%s", len(w.KubeadmConfigPatches), text)
+		}
+		jc := &kubeadmv1beta4.JoinConfiguration{}
+		if err := yaml.UnmarshalStrict([]byte(w.KubeadmConfigPatches[0]), jc); err != nil {
+			t.Fatalf("skew worker patch is no kubeadm v1beta4 JoinConfiguration: %v", err)
+		}
+		if jc.Kind != "JoinConfiguration" || jc.APIVersion != "kubeadm.k8s.io/v1beta4" || len(jc.NodeRegistration.Taints) != 1 {
+			t.Fatalf("skew worker patch: %+v", jc)
+		}
+		if tt := jc.NodeRegistration.Taints[0]; tt.Key != "was-harness.io/kubelet-skew" || tt.Value != "v1.36.3" || tt.Effect != corev1.TaintEffectNoSchedule {
+			t.Errorf("skew worker taint %v, want was-harness.io/kubelet-skew=v1.36.3:NoSchedule", tt)
+		}
+		if gates == "" {
+			if len(w.KubeadmConfigPatchesJSON6902) != 0 {
+				t.Errorf("KIND_SKEW_KUBELET_GATES empty: the skew kubelet keeps the cluster's gates, yet patches %v", w.KubeadmConfigPatchesJSON6902)
+			}
+			continue
+		}
+		if len(w.KubeadmConfigPatchesJSON6902) != 1 {
+			t.Fatalf("skew worker: %d JSON 6902 patches, want the kubelet's --feature-gates:\n%s", len(w.KubeadmConfigPatchesJSON6902), text)
+		}
+		p := w.KubeadmConfigPatchesJSON6902[0]
+		if p.Group != "kubeadm.k8s.io" || p.Version != "v1beta4" || p.Kind != "JoinConfiguration" {
+			t.Errorf("JSON 6902 patch targets %s/%s %s, want kubeadm.k8s.io/v1beta4 JoinConfiguration", p.Group, p.Version, p.Kind)
+		}
+		// Applied to a JoinConfiguration of kind's v1beta4 template (its
+		// kubeletExtraArgs), the patch appends the kubelet flag.
+		joined := applyJSON6902(t, `{"apiVersion":"kubeadm.k8s.io/v1beta4","kind":"JoinConfiguration","nodeRegistration":{"kubeletExtraArgs":[{"name":"node-ip","value":"172.18.0.5"}]}}`, p.Patch)
+		got := &kubeadmv1beta4.JoinConfiguration{}
+		if err := yaml.UnmarshalStrict(joined, got); err != nil {
+			t.Fatalf("patched JoinConfiguration: %v\n%s", err, joined)
+		}
+		if a := args(got.NodeRegistration.KubeletExtraArgs); a["node-ip"] != "172.18.0.5" || a["feature-gates"] != gates {
+			t.Errorf("patched kubeletExtraArgs %v, want node-ip kept and feature-gates=%s", a, gates)
+		}
+	}
+}
+
+func applyJSON6902(t *testing.T, doc, patchYAML string) []byte {
+	t.Helper()
+	pj, err := yaml.YAMLToJSON([]byte(patchYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := jsonpatch.DecodePatch(pj)
+	if err != nil {
+		t.Fatalf("JSON 6902 patch %s: %v", patchYAML, err)
+	}
+	out, err := p.Apply([]byte(doc))
+	if err != nil {
+		t.Fatalf("applying %s: %v", patchYAML, err)
+	}
+	return out
 }
