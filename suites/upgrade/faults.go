@@ -183,6 +183,7 @@ var _ = ginkgo.Describe("Control-plane faults in the middle of a rollout or a sc
 			apps.ExpectPodsUndisturbed(dAfter.WithPods(podsOff(dBefore, node)...), dBefore.WithPods(podsOff(dBefore, node)...))
 			apps.ExpectPodsUndisturbed(sAfter.WithPods(podsOff(sBefore, node)...), sBefore.WithPods(podsOff(sBefore, node)...))
 			expectNoObjectCreatedOrDeleted(history)
+			expectMinCountsHeld(history, minCountsOf(dBefore, sBefore))
 			dups.ExpectNone()
 		})
 
@@ -214,6 +215,7 @@ var _ = ginkgo.Describe("Control-plane faults in the middle of a rollout or a sc
 			gomega.Expect(history.Creations("workloads")).To(gomega.BeEmpty(), "Workloads created during the rollout:\n%s", history)
 			gomega.Expect(history.Deletions("workloads")).To(gomega.BeEmpty(), "Workloads deleted during the rollout:\n%s", history)
 			gomega.Expect(history.Creations("podgroups")).To(gomega.HaveLen(1), "PodGroup creations during the rollout (one, the new revision's):\n%s", history)
+			expectMinCountsHeld(history, every(3))
 			dups.ExpectNone()
 		})
 
@@ -248,6 +250,9 @@ var _ = ginkgo.Describe("Control-plane faults in the middle of a rollout or a sc
 				gomega.Expect(before.PodUIDs()[name]).NotTo(gomega.Equal(uid), "pod %s was not replaced by the rolling update: %s", name, after)
 			}
 			expectNoObjectCreatedOrDeleted(history)
+			// "Pod count does not change during a rolling update, so minCount
+			// does not change either."
+			expectMinCountsHeld(history, every(3))
 			dups.ExpectNone()
 		})
 	})
@@ -288,6 +293,41 @@ func expectNoObjectCreatedOrDeleted(h *framework.WriteHistory) {
 		gomega.Expect(h.Creations(r)).To(gomega.BeEmpty(), "%s created during the fault:\n%s", r, h)
 		gomega.Expect(h.Deletions(r)).To(gomega.BeEmpty(), "%s deleted during the fault:\n%s", r, h)
 	}
+}
+
+// expectMinCountsHeld asserts that every write of a Workload or PodGroup
+// since h started carried the minCount want gives for it (its app's
+// replicas, unchanged by the fault): KEP-6276 "Gang minCount defaults to
+// spec.replicas when unset", KEP-6277 "For Alpha the controller always
+// derives it from spec.replicas". A fault changes neither; an implementation
+// that lowers minCount to the pods it still sees, even for a moment, breaks
+// the gang's guarantee for every replacement scheduled meanwhile.
+func expectMinCountsHeld(h *framework.WriteHistory, want func(c framework.Change) (int32, bool)) {
+	ginkgo.GinkgoHelper()
+	for _, c := range h.Sorted() {
+		if c.Resource != "workloads" && c.Resource != "podgroups" {
+			continue
+		}
+		if w, ok := want(c); ok {
+			gomega.Expect(c.MinCount).To(gomega.Equal(w), "a write of %s/%s with minCount %d, not %d (the replicas, which the fault did not change):\n%s", c.Resource, c.Name, c.MinCount, w, h)
+		}
+	}
+}
+
+// minCountsOf gives, by UID, the minCount of every Workload and PodGroup of states.
+func minCountsOf(states ...apps.State) func(framework.Change) (int32, bool) {
+	m := map[string]int32{}
+	for _, s := range states {
+		for _, o := range append(append([]apps.Object{}, s.Workloads...), s.PodGroups...) {
+			m[string(o.UID)] = o.MinCount
+		}
+	}
+	return func(c framework.Change) (int32, bool) { v, ok := m[c.UID]; return v, ok }
+}
+
+// every gives n for any object.
+func every(n int32) func(framework.Change) (int32, bool) {
+	return func(framework.Change) (int32, bool) { return n, true }
 }
 
 // pickWorker is the node a worker-stop spec stops: the first, by name, of
