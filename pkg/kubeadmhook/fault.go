@@ -247,16 +247,8 @@ func (h *Hook) restartControlPlane(ctx context.Context) error {
 		return err
 	}
 	for _, node := range nodes {
-		wants := map[string]*corev1.Pod{}
 		befores := map[string]string{}
 		for _, c := range FaultComponents {
-			manifest, err := h.Exec.Run(ctx, node, "cat "+manifestPath(c), nil)
-			if err != nil {
-				return fmt.Errorf("reading %s's manifest: %w", c, err)
-			}
-			if wants[c], err = decodePod(manifest); err != nil {
-				return err
-			}
 			befores[c] = h.containerID(ctx, c+"-"+node)
 		}
 		implBefore, err := h.implementationContainers(ctx, node)
@@ -272,8 +264,18 @@ func (h *Hook) restartControlPlane(ctx context.Context) error {
 			return err
 		}
 		h.logf("control-plane node %s started", node)
+		// The manifests as the node has them now (kind's entrypoint rewrites
+		// the node's address in them when its container got another one).
 		for _, c := range FaultComponents {
-			if err := h.waitStaticPod(ctx, c+"-"+node, wants[c], befores[c], true); err != nil {
+			manifest, err := h.Exec.Run(ctx, node, "cat "+manifestPath(c), nil)
+			if err != nil {
+				return fmt.Errorf("reading %s's manifest: %w", c, err)
+			}
+			want, err := decodePod(manifest)
+			if err != nil {
+				return err
+			}
+			if err := h.waitStaticPod(ctx, c+"-"+node, want, befores[c], true); err != nil {
 				return err
 			}
 		}

@@ -156,8 +156,8 @@ var _ = ginkgo.Describe("Control-plane faults in the middle of a rollout or a sc
 			framework.RequireFaults(ctx, framework.FaultStopNode, framework.FaultStartNode)
 			node := pickWorker(ctx, f)
 			dups := framework.WatchForDuplicates(ctx, f.ClientSet, f.Namespace)
-			d := apps.Deployment(createDeploymentOn(ctx, f, "on-worker", 3, node))
-			s := apps.StatefulSet(createStatefulSetOn(ctx, f, "on-worker", 2, node))
+			d := apps.Deployment(createDeploymentOn(ctx, f, "on-worker-d", 3, node))
+			s := apps.StatefulSet(createStatefulSetOn(ctx, f, "on-worker-s", 2, node))
 			dBefore, sBefore := apps.WaitForGang(ctx, f, d, 3, 3), apps.WaitForGang(ctx, f, s, 2, 2)
 			dOn, sOn := podsOn(dBefore, node), podsOn(sBefore, node)
 			gomega.Expect(dOn).NotTo(gomega.BeEmpty(), "the spec needs a pod of %s on %s (its pods prefer that node): %s", d, node, dBefore)
@@ -205,8 +205,12 @@ var _ = ginkgo.Describe("Control-plane faults in the middle of a rollout or a sc
 			before := apps.WaitForGang(ctx, f, a, 3, 3)
 			history := framework.RecordWrites(ctx, f.Namespace, framework.WorkloadsResource, framework.PodGroupsResource)
 
-			ginkgo.By("rolling out a new revision and killing the controller as soon as its ReplicaSet exists")
-			rollOutDeployment(ctx, f, a)
+			// No wait between the two: the kill lands wherever the controller
+			// is in the rollout (seeing it, scaling the old ReplicaSet to zero,
+			// deleting its PodGroup, creating the new ReplicaSet, its PodGroup,
+			// its pods).
+			ginkgo.By("rolling out a new revision and killing the controller at once")
+			updateDeploymentTemplate(ctx, f, a)
 			framework.KillImplementationControllers(ctx)
 
 			expectRolledOut(ctx, f, a, before)
@@ -232,7 +236,10 @@ var _ = ginkgo.Describe("Control-plane faults in the middle of a rollout or a sc
 			before := apps.WaitForGang(ctx, f, s, 3, 3)
 			history := framework.RecordWrites(ctx, f.Namespace, framework.WorkloadsResource, framework.PodGroupsResource)
 
-			ginkgo.By("rolling out a new revision and killing the controller as soon as its first pod of it exists")
+			// As above: the kill lands wherever the controller is in the
+			// rolling update (a pod of the old revision deleted, its
+			// replacement created, waiting for it to be Ready, the next one).
+			ginkgo.By("rolling out a new revision and killing the controller at once")
 			_, err := framework.Intent.UpdateStatefulSet(ctx, f.Namespace, s.Name, func(set *appsv1.StatefulSet, _ **framework.StatefulSetScheduling) {
 				if set.Spec.Template.Annotations == nil {
 					set.Spec.Template.Annotations = map[string]string{}
@@ -240,7 +247,6 @@ var _ = ginkgo.Describe("Control-plane faults in the middle of a rollout or a sc
 				set.Spec.Template.Annotations["was-harness.io/revision"] = "2"
 			})
 			gomega.Expect(err).NotTo(gomega.HaveOccurred())
-			waitStatefulSetRollout(ctx, f, s, func(r stsRollout) bool { return r.Updated >= 1 }, "a pod of the new revision")
 			framework.KillImplementationControllers(ctx)
 
 			waitStatefulSetRollout(ctx, recovering(f), s, func(r stsRollout) bool { return r.Done }, "the rolling update to finish")
@@ -257,9 +263,8 @@ var _ = ginkgo.Describe("Control-plane faults in the middle of a rollout or a sc
 		})
 	})
 
-// rollOutDeployment starts a new revision of a and waits until its
-// ReplicaSet exists: the rollout is under way.
-func rollOutDeployment(ctx context.Context, f *framework.Framework, a apps.App) {
+// updateDeploymentTemplate writes a new revision of a's pod template.
+func updateDeploymentTemplate(ctx context.Context, f *framework.Framework, a apps.App) {
 	ginkgo.GinkgoHelper()
 	_, err := framework.Intent.UpdateDeployment(ctx, f.Namespace, a.Name, func(d *appsv1.Deployment, _ **framework.DeploymentScheduling) {
 		if d.Spec.Template.Annotations == nil {
@@ -268,6 +273,13 @@ func rollOutDeployment(ctx context.Context, f *framework.Framework, a apps.App) 
 		d.Spec.Template.Annotations["was-harness.io/revision"] = "2"
 	})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+}
+
+// rollOutDeployment starts a new revision of a and waits until its
+// ReplicaSet exists: the rollout is under way.
+func rollOutDeployment(ctx context.Context, f *framework.Framework, a apps.App) {
+	ginkgo.GinkgoHelper()
+	updateDeploymentTemplate(ctx, f, a)
 	gomega.Eventually(ctx, func(ctx context.Context) int { return len(apps.ReplicaSets(ctx, f, a)) }).
 		WithTimeout(f.Timeouts.PodsBound).WithPolling(f.Timeouts.Poll).Should(gomega.Equal(2), "the new revision's ReplicaSet")
 }
