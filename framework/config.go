@@ -47,6 +47,10 @@ type Config struct {
 	// ReconfigureCommand changes one component's feature gates and
 	// runtime-config on an existing cluster (see reconfigure_command.go).
 	ReconfigureCommand string
+	// FaultCommand makes the faults of the Fault specs on an existing
+	// cluster: restarts a control-plane component, stops and starts a node,
+	// compacts etcd (see faults.go).
+	FaultCommand string
 	// HookDir is what a hook's relative path is resolved against: the
 	// directory make was called from (hooks.go). Empty: the working directory.
 	HookDir string
@@ -170,6 +174,7 @@ func RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&TestContext.CrashMode, "crash-mode", envOr("CRASH_MODE", "crashpoint"), "crash-recovery specs: crashpoint (reference --crash-after) or seed (stop the controller, seed the partial state, start it) (env CRASH_MODE)")
 	fs.StringVar(&TestContext.ControllerRestartCommand, "controller-restart-command", os.Getenv("CONTROLLER_RESTART_COMMAND"), "seed mode on an existing cluster: shell command that stops or starts the controllers under test and returns when done; run as `sh -c COMMAND sh ACTION`, ACTION (stop|start, or check before any spec) is $1 and $WAS_CONTROLLER_ACTION (env CONTROLLER_RESTART_COMMAND)")
 	fs.StringVar(&TestContext.ReconfigureCommand, "reconfigure-command", os.Getenv("RECONFIGURE_COMMAND"), "an existing cluster: shell command that restarts one component with feature gates and runtime-config, run as `sh -c COMMAND sh COMPONENT FEATURE_GATES RUNTIME_CONFIG`, the three also in $WAS_COMPONENT, $WAS_FEATURE_GATES, $WAS_RUNTIME_CONFIG, and once as `sh -c COMMAND sh check` before any spec (see docs/vendor-guide.md); it lets the Disruptive gate, upgrade and skew specs run (env RECONFIGURE_COMMAND)")
+	fs.StringVar(&TestContext.FaultCommand, "fault-command", os.Getenv("FAULT_COMMAND"), "an existing cluster: shell command that makes one fault and returns when done, run as `sh -c COMMAND sh ACTION TARGET`, both also in $WAS_FAULT_ACTION and $WAS_FAULT_TARGET: restart etcd|kube-apiserver|kube-controller-manager|kube-scheduler|control-plane, stop-node NODE, start-node NODE, compact-etcd, and check (before any spec) or check ACTION (before the first spec that needs ACTION) (see docs/vendor-guide.md); it lets the Fault specs run (env FAULT_COMMAND)")
 	fs.StringVar(&TestContext.HookDir, "hook-dir", os.Getenv(HookDirEnv), "directory a hook command's relative first word (hack/reconfigure-local.sh) is resolved against; make passes the directory it was called from; empty: the working directory (env "+HookDirEnv+")")
 	fs.StringVar(&TestContext.PodImage, "pod-image", envOr("POD_IMAGE", builder.DefaultImage), "image of the suite's pods; on a cluster whose kubelets run pods it must be present on the nodes or pullable (env POD_IMAGE)")
 	fs.StringVar(&TestContext.PodImagePullPolicy, "pod-image-pull-policy", os.Getenv("POD_IMAGE_PULL_POLICY"), "imagePullPolicy of the suite's pods: Always, IfNotPresent, Never or empty for the API's default (env POD_IMAGE_PULL_POLICY)")

@@ -12,8 +12,8 @@ import (
 	"time"
 )
 
-// The vendor hooks (--reconfigure-command, --controller-restart-command) are
-// shell commands the user gives. Two things make them fail late and many
+// The vendor hooks (--reconfigure-command, --controller-restart-command,
+// --fault-command) are shell commands the user gives. Two things make them fail late and many
 // times over, once per spec that needs them, after a full run: a path the
 // suite's process does not find (the ginkgo CLI runs the suite binary in
 // another working directory than the user's shell), and a hook that cannot
@@ -68,9 +68,16 @@ func (c *Config) ControllerRestartHook() Hook {
 		[]string{HookCheck}, []string{"WAS_CONTROLLER_ACTION=" + HookCheck})
 }
 
-// Hooks are both hooks, given or not (CheckHooks skips those not given).
+// FaultHook is --fault-command, resolved (faults.go).
+func (c *Config) FaultHook() Hook {
+	return newHook("--fault-command", "FAULT_COMMAND", c.FaultCommand, c.HookDir,
+		// The verb takes the action's place, with an empty target.
+		[]string{HookCheck, ""}, []string{"WAS_FAULT_ACTION=" + HookCheck, "WAS_FAULT_TARGET="})
+}
+
+// Hooks are the three hooks, given or not (CheckHooks skips those not given).
 func (c *Config) Hooks() []Hook {
-	return []Hook{c.ReconfigureHook(), c.ControllerRestartHook()}
+	return []Hook{c.ReconfigureHook(), c.ControllerRestartHook(), c.FaultHook()}
 }
 
 func newHook(flag, env, given, dir string, args, envs []string) Hook {
@@ -169,10 +176,16 @@ func (h Hook) program() (path, problem string) {
 // Check runs the hook once with the check verb, the way its other verbs are
 // run (sh -c "$CMD" sh check ...), and says why it cannot run, if it cannot.
 func (h Hook) Check(ctx context.Context) error {
+	return h.check(ctx, h.checkArgs, h.checkEnv)
+}
+
+// check is Check with the verb's arguments and environment given: the
+// fault hook's `check <action>` asks about one action (faults.go).
+func (h Hook) check(ctx context.Context, args, env []string) error {
 	ctx, cancel := context.WithTimeout(ctx, HookCheckTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "sh", append([]string{"-c", h.Command, "sh"}, h.checkArgs...)...)
-	cmd.Env = append(os.Environ(), h.checkEnv...)
+	cmd := exec.CommandContext(ctx, "sh", append([]string{"-c", h.Command, "sh"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
 	if err == nil {
 		return nil
@@ -192,7 +205,7 @@ func (h Hook) Check(ctx context.Context) error {
 	if ctx.Err() != nil {
 		status = fmt.Sprintf("no answer within %s", HookCheckTimeout)
 	}
-	fmt.Fprintf(&b, "\n    `sh -c \"$%s\" sh %s`: %s", h.Env, HookCheck, status)
+	fmt.Fprintf(&b, "\n    `sh -c \"$%s\" sh %s`: %s", h.Env, strings.TrimSpace(strings.Join(args, " ")), status)
 	if tail := lastLines(out, 10); tail != "" {
 		fmt.Fprintf(&b, "; its last output:\n      %s", strings.ReplaceAll(tail, "\n", "\n      "))
 	}
@@ -217,7 +230,7 @@ func CheckHooks(ctx context.Context, hooks []Hook) error {
 	return fmt.Errorf("a hook given to the suite cannot run, so no spec runs:\n  - %s\n"+
 		"fix: give a hook that exists and is executable, as an absolute path, a name on PATH, or a path relative to the directory you run make from "+
 		"(without make: relative to %s or --hook-dir), and make it exit 0, changing nothing, when called with %q "+
-		"if it can do its job on this cluster (docs/vendor-guide.md, \"Both hooks: the check and relative paths\"); or unset it, and the specs that need it skip",
+		"if it can do its job on this cluster (docs/vendor-guide.md, \"Every hook: the check and relative paths\"); or unset it, and the specs that need it skip",
 		strings.Join(failed, "\n  - "), HookDirEnv, HookCheck)
 }
 

@@ -159,3 +159,46 @@ func TestHookRelativePathRuns(t *testing.T) {
 		t.Fatalf("calls: %q, want %q", got, want)
 	}
 }
+
+// The fault hook is checked like the others (its verb in the action's place,
+// an empty target), and asked `check <action>` once per action before the
+// first spec that needs it: a failure there skips those specs, not the run.
+func TestFaultHookCheck(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "calls")
+	hook := filepath.Join(dir, "fault.sh")
+	if err := os.WriteFile(hook, []byte(`#!/bin/sh
+echo "$#|$1|$2|$WAS_FAULT_ACTION|$WAS_FAULT_TARGET" >> `+log+`
+[ "$1" = check ] || exit 9
+[ "$2" != compact-etcd ] || { echo 'no etcdctl in the etcd image' >&2; exit 1; }
+`), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	saved := TestContext
+	t.Cleanup(func() { TestContext = saved; faultChecks.Clear() })
+	TestContext.FaultCommand, TestContext.HookDir = `"$WAS_FAULT_HOOK" "$@"`, dir
+	t.Setenv("WAS_FAULT_HOOK", hook)
+	if err := CheckHooks(context.Background(), TestContext.Hooks()); err != nil {
+		t.Fatalf("a fault hook that answers check: %v", err)
+	}
+	if why := faultCannot(context.Background(), FaultRestart); why != "" {
+		t.Fatalf("restart: %s", why)
+	}
+	why := faultCannot(context.Background(), FaultCompactEtcd)
+	for _, want := range []string{`cannot do "compact-etcd"`, "--fault-command", "no etcdctl in the etcd image", "check compact-etcd"} {
+		if !strings.Contains(why, want) {
+			t.Errorf("compact-etcd's refusal lacks %q:\n%s", want, why)
+		}
+	}
+	// Asked once per action.
+	_ = faultCannot(context.Background(), FaultCompactEtcd)
+	got, _ := os.ReadFile(log)
+	if want := "2|check||check|\n2|check|restart|check|restart\n2|check|compact-etcd|check|compact-etcd\n"; string(got) != want {
+		t.Fatalf("calls:\n%q\nwant %q", got, want)
+	}
+	// Without the hook, the reason names it.
+	TestContext.FaultCommand = ""
+	if why := faultCannot(context.Background(), FaultStopNode); !strings.Contains(why, "FAULT_COMMAND") || !strings.Contains(why, "hack/hooks/kubeadm/fault.sh") {
+		t.Fatalf("no fault hook: %q", why)
+	}
+}

@@ -7,12 +7,14 @@
 #   CONTROLLER_RESTART_COMMAND=hack/controller-restart-local.sh \
 #     make conformance KUBECONFIG=_output/cluster/kubeconfig ALLOW_DISRUPTIVE=1
 #
-# Called as: controller-restart-local.sh stop|start|check (or with the action
-# in $WAS_CONTROLLER_ACTION). "stop" restarts the reference's controller
-# manager with no controllers (it keeps serving /healthz, so nothing else
-# notices); "start" puts back its normal flags. Both return once it is ready
-# again. "check", once before any spec, changes nothing: exit 0 when this
-# hook can do its job here.
+# Called as: controller-restart-local.sh stop|start|kill|check (or with the
+# action in $WAS_CONTROLLER_ACTION). "stop" restarts the reference's
+# controller manager with no controllers (it keeps serving /healthz, so
+# nothing else notices); "start" puts back its normal flags. "kill" sends
+# SIGKILL to its recorded process, wherever it is in its writes, and starts
+# it again with the same flags, as a kubelet restarts a killed container
+# (the Fault specs). All return once it is ready again. "check", once before
+# any spec, changes nothing: exit 0 when this hook can do its job here.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 CLUSTER_DIR=${CLUSTER_DIR:-$ROOT/_output/cluster}
@@ -29,5 +31,6 @@ case $action in
     exit 0 ;;
   stop) exec "$HARNESS" cluster restart --dir "$CLUSTER_DIR" --component "$CONTROLLERS" --arg controllers= ;;
   start) exec "$HARNESS" cluster restart --dir "$CLUSTER_DIR" --component "$CONTROLLERS" --reset ;;
-  *) echo "usage: $0 stop|start|check (or WAS_CONTROLLER_ACTION=stop|start|check); got '$action'" >&2; exit 2 ;;
+  kill) exec "$HARNESS" cluster kill --dir "$CLUSTER_DIR" --component "$CONTROLLERS" ;;
+  *) echo "usage: $0 stop|start|kill|check (or WAS_CONTROLLER_ACTION=stop|start|kill|check); got '$action'" >&2; exit 2 ;;
 esac

@@ -36,7 +36,8 @@
 # which turns both on).
 # ALLOW_DISRUPTIVE=1 runs the Disruptive specs too, through the hooks of any
 # kubeadm cluster (hack/hooks/kubeadm: static pod manifests rewritten through
-# `docker exec`, the reference's DaemonSets patched); a full run (no
+# `docker exec`, the reference's DaemonSets patched; the Fault specs' static
+# pod containers restarted, node containers stopped and started); a full run (no
 # LABEL_FILTER) then fails on any id that is not PASS, unless ALLOW_SKIP=
 # "ID=reason; ..." names it (the report keeps the reason).
 set -euo pipefail
@@ -164,7 +165,9 @@ cleanup() {
   "$KIND" export logs "$ARTIFACTS/kind-logs" --name "$KIND_CLUSTER_NAME" >/dev/null 2>&1 || log "kind export logs failed"
   timed "export logs"
   if [[ $ALLOW_DISRUPTIVE == 1 && -n $KEEP_CLUSTER && -f $KUBECONFIG_FILE ]]; then
-    # A kept cluster is left as installed, whatever a stopped run changed.
+    # A kept cluster is left as installed, whatever a stopped run changed:
+    # a node a Fault spec stopped runs again.
+    "$KIND" get nodes --name "$KIND_CLUSTER_NAME" 2>/dev/null | xargs -r "$provider" start >/dev/null || log "ERROR: starting the cluster's node containers failed"
     KUBECONFIG=$KUBECONFIG_FILE "$OUTPUT_DIR/bin/was-harness" kubeadm restore || log "ERROR: restoring the cluster's components failed (rerun: KUBECONFIG=$KUBECONFIG_FILE $OUTPUT_DIR/bin/was-harness kubeadm restore)"
   fi
   if [[ -n $KEEP_CLUSTER ]]; then
@@ -409,12 +412,15 @@ else
     # The kubeadm hooks (they read KUBECONFIG; NODE_EXEC reaches a node's container).
     export RECONFIGURE_COMMAND=${RECONFIGURE_COMMAND:-$ROOT/hack/hooks/kubeadm/reconfigure.sh}
     export CONTROLLER_RESTART_COMMAND=${CONTROLLER_RESTART_COMMAND:-$ROOT/hack/hooks/kubeadm/controller-restart.sh}
-    export KUBECONFIG=$KUBECONFIG_FILE NODE_EXEC=${NODE_EXEC:-$provider exec -i {node}}
+    # The Fault specs' faults: static pods' containers restarted, nodes'
+    # containers stopped and started (NODE_CONTROL), etcd compacted.
+    export FAULT_COMMAND=${FAULT_COMMAND:-$ROOT/hack/hooks/kubeadm/fault.sh}
+    export KUBECONFIG=$KUBECONFIG_FILE NODE_EXEC=${NODE_EXEC:-$provider exec -i {node}} NODE_CONTROL=${NODE_CONTROL:-$provider {action} {node}}
     # A full run proves every id or names why not (ALLOW_SKIP).
     # It takes longer than make e2e's 40 minutes: each kube-apiserver
     # restart on kind costs about 70 s (measured), a webhook rollout 5-10 s.
     [[ -z ${LABEL_FILTER:-} ]] && export REPORT_FAIL_ON=${REPORT_FAIL_ON:-FAIL,SKIP,PARTIAL,NOT-IMPLEMENTED,MISSING} GINKGO_TIMEOUT=${GINKGO_TIMEOUT:-120m}
-    log "step 4/5: Disruptive specs included, through $RECONFIGURE_COMMAND and $CONTROLLER_RESTART_COMMAND (NODE_EXEC=$NODE_EXEC)"
+    log "step 4/5: Disruptive specs included, through $RECONFIGURE_COMMAND, $CONTROLLER_RESTART_COMMAND and $FAULT_COMMAND (NODE_EXEC=$NODE_EXEC, NODE_CONTROL=$NODE_CONTROL)"
     # S-P9's metric is the controllers' own: they serve it on the pod's
     # loopback only (deploy/), which kubectl port-forward reaches. The
     # Disruptive specs restart the apiserver and roll the DaemonSet, which end

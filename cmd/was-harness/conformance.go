@@ -38,6 +38,7 @@ func conformanceCmd(args []string) error {
 	hooks := framework.Config{}
 	fs.StringVar(&hooks.ReconfigureCommand, "reconfigure-command", os.Getenv("RECONFIGURE_COMMAND"), "the suite's reconfigure hook, called once with check (env RECONFIGURE_COMMAND)")
 	fs.StringVar(&hooks.ControllerRestartCommand, "controller-restart-command", os.Getenv("CONTROLLER_RESTART_COMMAND"), "the suite's controller restart hook, called once with check (env CONTROLLER_RESTART_COMMAND)")
+	fs.StringVar(&hooks.FaultCommand, "fault-command", os.Getenv("FAULT_COMMAND"), "the suite's fault hook, called once with check (env FAULT_COMMAND)")
 	fs.StringVar(&hooks.HookDir, "hook-dir", os.Getenv(framework.HookDirEnv), "directory a hook's relative path is resolved against (env "+framework.HookDirEnv+"; make sets it to the directory it was called from)")
 	if err := fs.Parse(args); err != nil {
 		return err

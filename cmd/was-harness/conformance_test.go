@@ -26,6 +26,7 @@ func TestConformanceCheckCallsHooksFirst(t *testing.T) {
 	}
 	t.Setenv("WAS_HOOK_DIR", dir)
 	t.Setenv("CONTROLLER_RESTART_COMMAND", "")
+	t.Setenv("FAULT_COMMAND", "")
 	kubeconfig := filepath.Join(dir, "no-such-kubeconfig")
 
 	t.Setenv("RECONFIGURE_COMMAND", "hack/broken.sh")

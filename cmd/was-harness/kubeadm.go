@@ -21,6 +21,10 @@ const kubeadmUsage = `usage: was-harness kubeadm [flags] VERB
                  its pristine settings plus these (all empty: back to pristine)
   controllers stop|start|kill
                  the --controller-restart-command protocol
+  fault ACTION [TARGET]
+                 the --fault-command protocol: restart etcd|kube-apiserver|kube-controller-manager|
+                 kube-scheduler|control-plane, stop-node NODE, start-node NODE, compact-etcd,
+                 check [ACTION]
   check          change nothing; exit 0 when the hooks can work on this cluster
   restore        put back everything the hooks changed (an interrupted run)`
 
@@ -31,6 +35,7 @@ func kubeadmCmd(args []string) error {
 	fs.Usage = func() { fmt.Fprintln(fs.Output(), kubeadmUsage); fs.PrintDefaults() }
 	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "the cluster's kubeconfig (env KUBECONFIG)")
 	nodeExec := fs.String("node-exec", envOr("NODE_EXEC", kubeadmhook.DefaultNodeExec), "command that runs `sh -c SCRIPT` as root on a node, {node} replaced by its name (env NODE_EXEC; kind: the default; ssh: 'ssh root@{node}')")
+	nodeControl := fs.String("node-control", envOr("NODE_CONTROL", kubeadmhook.DefaultNodeControl), "command that stops or starts a node, {action} replaced by stop or start and {node} by its name (env NODE_CONTROL; kind: the default, or 'podman {action} {node}'; ssh: 'ssh root@{node} systemctl {action} kubelet containerd')")
 	ns := fs.String("namespace", envOr("IMPLEMENTATION_NAMESPACE", "was-system"), "namespace of the implementation's DaemonSets (env IMPLEMENTATION_NAMESPACE)")
 	admission := fs.String("admission", envOr("IMPLEMENTATION_ADMISSION", "was-webhook"), "DaemonSet of the admission side (env IMPLEMENTATION_ADMISSION)")
 	controllers := fs.String("controllers", envOr("IMPLEMENTATION_CONTROLLERS", "was-controller-manager"), "DaemonSet of the controller side (env IMPLEMENTATION_CONTROLLERS)")
@@ -57,7 +62,7 @@ func kubeadmCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	h := &kubeadmhook.Hook{Client: cs, Exec: kubeadmhook.NodeExec{Template: *nodeExec}, Namespace: *ns,
+	h := &kubeadmhook.Hook{Client: cs, Exec: kubeadmhook.NodeExec{Template: *nodeExec}, Control: kubeadmhook.NodeControl{Template: *nodeControl}, Namespace: *ns,
 		AdmissionDaemonSet: *admission, ControllersDaemonSet: *controllers, WebhookConfiguration: *webhook, AdmissionProbeAnnotation: *probeAnnotation, Lease: *lease, Timeout: *timeout,
 		Logf: func(format string, args ...any) {
 			fmt.Fprintf(os.Stderr, "[kubeadm-hook %s] "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
@@ -81,6 +86,18 @@ func kubeadmCmd(args []string) error {
 			return h.Check(ctx)
 		}
 		return h.ControllerAction(ctx, rest[1])
+	case verb == "fault" && len(rest) >= 2 && len(rest) <= 3:
+		action, target := rest[1], ""
+		if len(rest) == 3 {
+			target = rest[2]
+		}
+		if action == "check" {
+			if target == "" {
+				return h.Check(ctx)
+			}
+			return h.CheckFault(ctx, target)
+		}
+		return h.Fault(ctx, action, target)
 	case verb == "check" && len(rest) == 1:
 		return h.Check(ctx)
 	case verb == "restore" && len(rest) == 1:

@@ -7,6 +7,8 @@
 //	was-harness cluster status [--dir D]
 //	was-harness cluster restart [--dir D] --component C [--feature-gates A=false] [--runtime-config g/v=false]
 //	                           [--omit-feature-gates A,B] [--binary PATH] [--arg name=value]... [--reset]
+//	was-harness cluster kill|restart-together|stop-node|start-node|compact-etcd [--dir D] [--component C[,C...]] [--node N]
+//	                           (the faults of hack/fault-local.sh and hack/controller-restart-local.sh; fault.go)
 //	was-harness conformance --check-only --kubeconfig K [--artifacts D]   (vendor-mode prerequisites; conformance.go)
 //	was-harness kubeadm reconfigure|controllers|check|restore ...   (the vendor hooks for a kubeadm cluster; kubeadm.go)
 //	was-harness test-summary FILE   (a `go test -json` stream: failures, then "N passed, N failed, N skipped")
@@ -37,7 +39,7 @@ func main() {
 }
 
 func usage() error {
-	return fmt.Errorf("usage: was-harness cluster up|down|status|restart [flags] | kubeadm VERB ... | test-summary FILE | flakes --out FILE JUNIT...")
+	return fmt.Errorf("usage: was-harness cluster up|down|status|restart|kill|restart-together|stop-node|start-node|compact-etcd [flags] | kubeadm VERB ... | test-summary FILE | flakes --out FILE JUNIT...")
 }
 
 func run(args []string) error {
@@ -84,10 +86,13 @@ func clusterCmd(verb string, args []string) error {
 	reset := fs.Bool("reset", false, "restart: drop the component's earlier overrides first, back to the cluster's settings")
 	componentArgs := extraArgs{}
 	fs.Var(componentArgs, "arg", "restart: a flag of the component as name=value, without the leading --, merged over its current flags; repeatable (e.g. --arg controllers= idles the reference controller-manager)")
+	node := fs.String("node", "", "stop-node, start-node: the node")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	switch verb {
+	case "kill", "restart-together", "stop-node", "start-node", "compact-etcd":
+		return clusterFaultCmd(verb, *dir, *component, *node)
 	case "restart":
 		return restartCmd(*dir, *component, *gates, *runtimeConfig, *omitGates, *binary, componentArgs, *reset)
 	case "down":

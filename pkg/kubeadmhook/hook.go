@@ -1,12 +1,13 @@
-// Package kubeadmhook is the suite's two vendor hooks (--reconfigure-command
-// and --controller-restart-command, docs/vendor-guide.md) for a kubeadm
+// Package kubeadmhook is the suite's vendor hooks (--reconfigure-command,
+// --controller-restart-command and --fault-command, docs/vendor-guide.md) for a kubeadm
 // cluster, kind being the first: kube-apiserver, kube-controller-manager and
 // kube-scheduler are static pods, rewritten on each control-plane node
 // through a node-exec command; the implementation runs as DaemonSets
 // (deploy/), whose pod template is patched. Every change is undone by the
 // call that asks for pristine settings, and Restore undoes whatever is left
 // (an interrupted run): a cluster is never left reconfigured.
-// hack/hooks/kubeadm/ holds the two scripts that call it.
+// The fault hook (fault.go) restarts and stops what it touches and leaves
+// nothing changed. hack/hooks/kubeadm/ holds the scripts that call it.
 package kubeadmhook
 
 import (
@@ -36,6 +37,9 @@ const (
 type Hook struct {
 	Client kubernetes.Interface
 	Exec   NodeExec
+	// Control stops and starts nodes (the fault hook's stop-node, start-node
+	// and restart control-plane).
+	Control NodeControl
 	// Namespace, Admission and Controllers name the implementation's two
 	// DaemonSets (deploy/: was-system, was-webhook, was-controller-manager).
 	Namespace, AdmissionDaemonSet, ControllersDaemonSet string

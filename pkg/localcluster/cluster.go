@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -462,3 +463,66 @@ func (c *Cluster) components() []Component { return c.cfg.AllComponents() }
 
 // RunningComponents lists the components this cluster runs, in start order.
 func (c *Cluster) RunningComponents() []Component { return c.components() }
+
+// RestartTogether stops every named component before starting any of them
+// again, then starts them in start order with the same flags, as a restart
+// of the machine they share does (all of the control plane: etcd,
+// kube-apiserver, kube-controller-manager, kube-scheduler and what runs
+// beside them); the rest keeps running.
+func (c *Cluster) RestartTogether(ctx context.Context, names ...Component) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	all := c.components()
+	for _, name := range names {
+		if !slices.Contains(all, name) {
+			return fmt.Errorf("RestartTogether: component %q does not run in this cluster; running: %v", name, all)
+		}
+	}
+	for i := len(all) - 1; i >= 0; i-- {
+		if p := c.procs[all[i]]; p != nil && slices.Contains(names, all[i]) {
+			c.cfg.Logf("stopping %s (pid %d) for a restart of %v", all[i], p.pid, names)
+			if err := p.stop(stopGrace(all[i], 15*time.Second)); err != nil {
+				return err
+			}
+		}
+	}
+	for _, name := range all {
+		if !slices.Contains(names, name) {
+			continue
+		}
+		if err := c.startLocked(ctx, name); err != nil {
+			return fmt.Errorf("restarting %s: %w", name, err)
+		}
+	}
+	if err := c.healLocked(ctx, ""); err != nil {
+		return err
+	}
+	return c.saveStateLocked()
+}
+
+// Kill sends SIGKILL to a component's process group, wherever it is in its
+// work (no graceful shutdown, no released lock or lease), waits until it is
+// gone and starts it again with the same flags, as a kubelet restarts a
+// killed container.
+func (c *Cluster) Kill(ctx context.Context, name Component) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.procs[name]
+	if p == nil {
+		return fmt.Errorf("Kill: component %q does not run in this cluster; running: %v", name, c.components())
+	}
+	if err := syscall.Kill(-p.pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("Kill %s (pid %d): %w", name, p.pid, err)
+	}
+	if !p.wait(10 * time.Second) {
+		return fmt.Errorf("Kill: %s (pid %d) still runs 10s after SIGKILL", name, p.pid)
+	}
+	c.cfg.Logf("killed %s (pid %d) with SIGKILL", name, p.pid)
+	if err := c.startLocked(ctx, name); err != nil {
+		return fmt.Errorf("starting %s again after SIGKILL: %w", name, err)
+	}
+	if err := c.healLocked(ctx, name); err != nil {
+		return err
+	}
+	return c.saveStateLocked()
+}
