@@ -86,8 +86,8 @@ func TestLoadEmbedded(t *testing.T) {
 	}
 }
 
-// The embedded copy must be the testplan.yaml file in this directory
-// (itself a byte-for-byte copy of the shared test plan).
+// The embedded copy must be the testplan.yaml file in this directory (the
+// shared test plan plus the project-added ids).
 func TestEmbeddedMatchesFile(t *testing.T) {
 	onDisk, err := os.ReadFile("testplan.yaml")
 	if err != nil {
@@ -200,5 +200,44 @@ func TestIsID(t *testing.T) {
 		if IsID(s) {
 			t.Errorf("IsID(%q) = true", s)
 		}
+	}
+}
+
+// An id the project added to the KEP's test plan follows a ProjectAddedMarker
+// comment line and its text ends with the KEP sentence it checks, quoted, so
+// the report shows which sentence the id stands for.
+func TestProjectAddedIDsQuoteTheKEP(t *testing.T) {
+	p, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	idLine := regexp.MustCompile(`^\s*-\s*\{\s*id:\s*(` + IDPattern + `)\b`)
+	quoted := regexp.MustCompile(`"[^"]{20,}"\)?$`)
+	lines := strings.Split(string(embedded), "\n")
+	added := 0
+	for i, line := range lines {
+		if !strings.HasPrefix(strings.TrimSpace(line), ProjectAddedMarker) {
+			continue
+		}
+		if i+1 >= len(lines) {
+			t.Fatalf("line %d: %q is followed by no id", i+1, line)
+		}
+		m := idLine.FindStringSubmatch(lines[i+1])
+		if m == nil {
+			t.Errorf("line %d: %q is not followed by an id entry: %q", i+1, line, lines[i+1])
+			continue
+		}
+		added++
+		it, ok := p.Get(m[1])
+		if !ok {
+			t.Errorf("project-added id %s did not load", m[1])
+			continue
+		}
+		if !quoted.MatchString(it.Text) {
+			t.Errorf("project-added id %s: text %q does not end with the KEP sentence it checks, quoted", it.ID, it.Text)
+		}
+	}
+	if added == 0 {
+		t.Errorf("no %q id in testplan.yaml", ProjectAddedMarker)
 	}
 }

@@ -66,10 +66,19 @@ func expectWorkloadUntouched(ctx context.Context, f *framework.Framework, was *s
 	ginkgo.GinkgoHelper()
 	now, err := f.ClientSet.SchedulingV1beta1().Workloads(f.Namespace).Get(ctx, was.Name, metav1.GetOptions{})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "Workload %s is gone", was.Name)
-	keep := func(w *schedulingv1beta1.Workload) kept {
-		return kept{w.UID, w.Generation, w.OwnerReferences, w.Annotations, w.Labels, w.Finalizers, w.Spec, w.ResourceVersion}
-	}
-	gomega.Expect(keep(now)).To(gomega.Equal(keep(was)), "Workload %s was written", was.Name)
+	gomega.Expect(workloadKept(now)).To(gomega.Equal(workloadKept(was)), "Workload %s was written", was.Name)
+}
+
+// workloadKept is what of w nobody may write, its resourceVersion included
+// (a Workload has no status).
+func workloadKept(w *schedulingv1beta1.Workload) kept {
+	return kept{w.UID, w.Generation, w.OwnerReferences, w.Annotations, w.Labels, w.Finalizers, w.Spec, w.ResourceVersion}
+}
+
+// podGroupKept is what of pg nobody but the scheduler may write: all but its
+// status, so not its resourceVersion.
+func podGroupKept(pg *schedulingv1beta1.PodGroup) kept {
+	return kept{pg.UID, pg.Generation, pg.OwnerReferences, pg.Annotations, pg.Labels, pg.Finalizers, pg.Spec, ""}
 }
 
 // expectPodGroupUntouched asserts nobody but the scheduler wrote was since it
@@ -79,10 +88,7 @@ func expectPodGroupUntouched(ctx context.Context, f *framework.Framework, was *s
 	ginkgo.GinkgoHelper()
 	now, err := f.ClientSet.SchedulingV1beta1().PodGroups(f.Namespace).Get(ctx, was.Name, metav1.GetOptions{})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "PodGroup %s is gone", was.Name)
-	keep := func(pg *schedulingv1beta1.PodGroup) kept {
-		return kept{pg.UID, pg.Generation, pg.OwnerReferences, pg.Annotations, pg.Labels, pg.Finalizers, pg.Spec, ""}
-	}
-	gomega.Expect(keep(now)).To(gomega.Equal(keep(was)), "PodGroup %s was written", was.Name)
+	gomega.Expect(podGroupKept(now)).To(gomega.Equal(podGroupKept(was)), "PodGroup %s was written", was.Name)
 }
 
 // storedIntent reads set's stored spec.scheduling through the intent seam
