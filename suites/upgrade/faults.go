@@ -3,6 +3,7 @@ package upgrade
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"time"
@@ -289,11 +290,25 @@ func rollOutDeployment(ctx context.Context, f *framework.Framework, a apps.App) 
 // pod of the old revision left.
 func expectRolledOut(ctx context.Context, f *framework.Framework, a apps.App, before apps.State) {
 	ginkgo.GinkgoHelper()
-	after := apps.WaitForGang(ctx, recovering(f), a, 3, 3)
+	// The old revision was a gang of 3 too: wait for one whose PodGroup and
+	// pods are all new, not for a gang of 3 (true before the rollout began).
+	oldPodGroup := before.LivePodGroups()[0].UID
+	after := apps.WaitForState(ctx, recovering(f), a, "the new revision running as a gang of 3 in a PodGroup of its own, no pod of the old one left",
+		gomega.SatisfyAll(apps.Gang(3, 3), gomega.WithTransform(func(s apps.State) bool {
+			if len(s.LivePodGroups()) != 1 || s.LivePodGroups()[0].UID == oldPodGroup {
+				return false
+			}
+			for _, uid := range s.PodUIDs() {
+				if slices.Contains(slices.Collect(maps.Values(before.PodUIDs())), uid) {
+					return false
+				}
+			}
+			return true
+		}, gomega.BeTrue())))
 	gomega.Expect(after.LivePodGroups()[0].UID).NotTo(gomega.Equal(before.LivePodGroups()[0].UID), "the new revision runs in a PodGroup of its own")
 	gomega.Expect(after.Workloads[0].UID).To(gomega.Equal(before.Workloads[0].UID), "the Deployment keeps its one Workload across revisions")
-	for uid := range after.PodUIDs() {
-		gomega.Expect(before.PodUIDs()).NotTo(gomega.ContainElement(types.UID(uid)), "a pod of the old revision survived a Recreate rollout")
+	for name, uid := range after.PodUIDs() {
+		gomega.Expect(before.PodUIDs()).NotTo(gomega.ContainElement(uid), "pod %s of the old revision survived a Recreate rollout", name)
 	}
 }
 
