@@ -37,8 +37,15 @@ type Config struct {
 	// CrashMode is how crash-recovery specs (D-E6, S-I8) make the partial
 	// state a crash leaves: "crashpoint" (the reference controller-manager's
 	// --crash-after) or "seed" (stop the controller, write the partial state,
-	// start it). Against an existing cluster only "seed" can work.
+	// start it); "auto" is crashpoint on the harness's local cluster and seed
+	// elsewhere. Crashpoint on an existing cluster needs the reference
+	// deployed there (ReferenceControllers) and a reconfigure hook that
+	// passes it flags (hack/hooks/kubeadm).
 	CrashMode string
+	// ReferenceControllers is namespace/name of the DaemonSet that runs the
+	// reference controller-manager on an existing cluster (deploy/), whose
+	// pods crashpoint mode watches for the crash.
+	ReferenceControllers string
 	// ControllerRestartCommand stops and starts the implementation under test
 	// on an existing cluster, for seed mode: run as `sh -c COMMAND sh ACTION`
 	// (ACTION "stop" or "start" is $1 and $WAS_CONTROLLER_ACTION); it must
@@ -171,7 +178,8 @@ func RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&TestContext.SkewKubeVersion, "skew-kube-version", envOr("SKEW_KUBE_VERSION", cluster.SkewKubeVersion), "older Kubernetes version for the version-skew specs (env SKEW_KUBE_VERSION)")
 	fs.StringVar(&TestContext.Artifacts, "artifacts", envOr("ARTIFACTS", "_artifacts"), "directory for logs, failure dumps and reports (env ARTIFACTS)")
 	fs.StringVar(&TestContext.TopologyKey, "topology-key", "topology.kubernetes.io/rack", "node label used as the topology domain by placement specs")
-	fs.StringVar(&TestContext.CrashMode, "crash-mode", envOr("CRASH_MODE", "crashpoint"), "crash-recovery specs: crashpoint (reference --crash-after) or seed (stop the controller, seed the partial state, start it) (env CRASH_MODE)")
+	fs.StringVar(&TestContext.CrashMode, "crash-mode", envOr("CRASH_MODE", "auto"), "crash-recovery specs: crashpoint (the reference's --crash-after: the harness's cluster, or an existing one running deploy/ with a reconfigure hook), seed (stop the controllers, seed the partial state, start them: any implementation) or auto (crashpoint on the harness's cluster, seed elsewhere) (env CRASH_MODE)")
+	fs.StringVar(&TestContext.ReferenceControllers, "reference-controllers", envOr("REFERENCE_CONTROLLERS", "was-system/was-controller-manager"), "crashpoint mode on an existing cluster: namespace/name of the DaemonSet running the reference controller-manager (env REFERENCE_CONTROLLERS)")
 	fs.StringVar(&TestContext.ControllerRestartCommand, "controller-restart-command", os.Getenv("CONTROLLER_RESTART_COMMAND"), "seed mode on an existing cluster: shell command that stops or starts the controllers under test and returns when done; run as `sh -c COMMAND sh ACTION`, ACTION (stop|start, or check before any spec) is $1 and $WAS_CONTROLLER_ACTION (env CONTROLLER_RESTART_COMMAND)")
 	fs.StringVar(&TestContext.ReconfigureCommand, "reconfigure-command", os.Getenv("RECONFIGURE_COMMAND"), "an existing cluster: shell command that restarts one component with feature gates and runtime-config, run as `sh -c COMMAND sh COMPONENT FEATURE_GATES RUNTIME_CONFIG`, the three also in $WAS_COMPONENT, $WAS_FEATURE_GATES, $WAS_RUNTIME_CONFIG, and once as `sh -c COMMAND sh check` before any spec (see docs/vendor-guide.md); it lets the Disruptive gate, upgrade and skew specs run (env RECONFIGURE_COMMAND)")
 	fs.StringVar(&TestContext.FaultCommand, "fault-command", os.Getenv("FAULT_COMMAND"), "an existing cluster: shell command that makes one fault and returns when done, run as `sh -c COMMAND sh ACTION TARGET`, both also in $WAS_FAULT_ACTION and $WAS_FAULT_TARGET: restart etcd|kube-apiserver|kube-controller-manager|kube-scheduler|control-plane, stop-node NODE, start-node NODE, compact-etcd, and check (before any spec) or check ACTION (before the first spec that needs ACTION) (see docs/vendor-guide.md); it lets the Fault specs run (env FAULT_COMMAND)")

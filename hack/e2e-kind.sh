@@ -416,6 +416,10 @@ else
     # containers stopped and started (NODE_CONTROL), etcd compacted.
     export FAULT_COMMAND=${FAULT_COMMAND:-$ROOT/hack/hooks/kubeadm/fault.sh}
     export KUBECONFIG=$KUBECONFIG_FILE NODE_EXEC=${NODE_EXEC:-$provider exec -i {node}} NODE_CONTROL=${NODE_CONTROL:-$provider {action} {node}}
+    # The reference runs here (deploy/): its crash points are armed through
+    # the reconfigure hook (--crash-after on its DaemonSet), and the crash is
+    # seen in the pod's status (exit 86, restartCount).
+    export CRASH_MODE=${CRASH_MODE:-crashpoint}
     # A full run proves every id or names why not (ALLOW_SKIP).
     # It takes longer than make e2e's 40 minutes: each kube-apiserver
     # restart on kind costs about 70 s (measured), a webhook rollout 5-10 s.

@@ -108,7 +108,7 @@ var _ = ginkgo.Describe("Controller crash recovery", framework.Serial, framework
 	})
 
 func runCrashCase(ctx context.Context, f *framework.Framework, c crashCase) {
-	ctl := crashControllerFor(c, f.Namespace)
+	ctl := crashControllerFor(c, f)
 	dups := framework.WatchForDuplicates(ctx, f.ClientSet, f.Namespace)
 	app := &crashApp{f: f, kind: c.Kind, name: "crash"}
 
@@ -179,52 +179,74 @@ type crashController struct {
 	seed      bool
 	interrupt func(ctx context.Context) // arm (crashpoint) or stop (seed)
 	resume    func(ctx context.Context)
-	lc        *localcluster.Cluster
-	armedPID  int
+	// waitCrash waits until the armed controller-manager reached the point
+	// and exited (crashpoint mode).
+	waitCrash func(ctx context.Context, point crashpoint.Point)
 	// stop names how seed mode stops the controllers, for failure messages
 	// (framework.ImplementationControllersStop).
 	stop string
 }
 
 // crashControllerFor picks the mode, or skips saying why neither works.
-func crashControllerFor(c crashCase, namespace string) *crashController {
+func crashControllerFor(c crashCase, f *framework.Framework) *crashController {
 	mode := framework.TestContext.CrashMode
-	if mode != "crashpoint" && mode != "seed" {
-		ginkgo.Fail(fmt.Sprintf("--crash-mode=%q: want crashpoint or seed", mode))
-	}
 	lc := framework.LocalCluster
-	if lc == nil || mode == "seed" {
-		// Seed mode, and any mode on an existing cluster (crash points exist
-		// only in the reference): stop and start the controllers through the
-		// framework's one seam (framework/controllers.go), which starts them
-		// again after the spec whatever happens, before the namespace is
-		// deleted (cleanups run LIFO).
+	switch mode {
+	case "auto":
+		// Crash points exist only in the reference: armed where the harness
+		// runs it; elsewhere the implementation may be anyone's.
+		mode = "seed"
+		if lc != nil {
+			mode = "crashpoint"
+		}
+	case "crashpoint", "seed":
+	default:
+		ginkgo.Fail(fmt.Sprintf("--crash-mode=%q: want auto, crashpoint or seed", mode))
+	}
+	if mode == "seed" {
+		// Stop and start the controllers through the framework's one seam
+		// (framework/controllers.go), which starts them again after the spec
+		// whatever happens, before the namespace is deleted (cleanups run LIFO).
 		how, cannot := framework.ImplementationControllersStop()
 		if cannot != "" {
-			if lc == nil {
-				cannot += "; crash points exist only in the harness's local cluster"
-			}
-			ginkgo.Skip("crash recovery: " + cannot)
+			ginkgo.Skip("crash recovery (--crash-mode=seed): " + cannot)
 		}
 		ctl := &crashController{seed: true, stop: how}
 		ctl.interrupt = func(ctx context.Context) { ctl.resume = framework.StopImplementationControllers(ctx) }
 		return ctl
 	}
-	if !slices.Contains(lc.RunningComponents(), framework.ReferenceControllerManager) {
+	if lc != nil && !slices.Contains(lc.RunningComponents(), framework.ReferenceControllerManager) {
 		ginkgo.Skip("the local cluster runs without the reference implementation (was-controller-manager): nothing to crash")
+	}
+	// Scoped to the spec's namespace: no other object can trigger it.
+	arm := framework.ComponentChange{
+		Component:       framework.ReferenceControllerManager,
+		ComponentConfig: localcluster.ComponentConfig{ExtraArgs: map[string]string{crashpoint.Flag: crashpoint.Arg(c.Point, f.Namespace)}},
+	}
+	if lc == nil {
+		// An existing cluster running the reference from deploy/: the hook
+		// rolls its DaemonSet out with the flag.
+		framework.RequireReconfigure(arm)
 	}
 	// Reconfigure restores the suite's settings after the spec whatever
 	// happens (before the namespace is deleted: cleanups run LIFO); resume
 	// restores them at once.
-	ctl := &crashController{lc: lc}
-	ctl.interrupt = func(ctx context.Context) {
-		// Scoped to the spec's namespace: no other object can trigger it.
-		ctl.resume = framework.Reconfigure(ctx, framework.ReconfigureInput{Cluster: lc, Changes: []framework.ComponentChange{{
-			Component:       framework.ReferenceControllerManager,
-			ComponentConfig: localcluster.ComponentConfig{ExtraArgs: map[string]string{crashpoint.Flag: crashpoint.Arg(c.Point, namespace)}},
-		}}})
-		ctl.armedPID = lc.PIDs()[framework.ReferenceControllerManager]
+	ctl := &crashController{}
+	if lc == nil {
+		var armed *referencePods
+		ctl.interrupt = func(ctx context.Context) {
+			ctl.resume = framework.Reconfigure(ctx, framework.ReconfigureInput{Changes: []framework.ComponentChange{arm}})
+			armed = armedReferencePods(ctx, f.ClientSet)
+		}
+		ctl.waitCrash = func(ctx context.Context, point crashpoint.Point) { armed.waitCrash(ctx, point) }
+		return ctl
 	}
+	var armedPID int
+	ctl.interrupt = func(ctx context.Context) {
+		ctl.resume = framework.Reconfigure(ctx, framework.ReconfigureInput{Cluster: lc, Changes: []framework.ComponentChange{arm}})
+		armedPID = lc.PIDs()[framework.ReferenceControllerManager]
+	}
+	ctl.waitCrash = func(ctx context.Context, point crashpoint.Point) { waitProcessCrash(ctx, lc, armedPID, point) }
 	return ctl
 }
 
@@ -302,19 +324,19 @@ func probeAnswers(ctx context.Context, f *framework.Framework, a apps.App) ([]st
 	return out, nil
 }
 
-// waitCrash waits until the armed process logged the point and exited.
-func (c *crashController) waitCrash(ctx context.Context, point crashpoint.Point) {
+// waitProcessCrash waits until the armed local process logged the point and exited.
+func waitProcessCrash(ctx context.Context, lc *localcluster.Cluster, armedPID int, point crashpoint.Point) {
 	marker := crashpoint.LogPrefix + string(point)
 	gomega.Eventually(ctx, func() string {
-		data, _ := os.ReadFile(c.lc.LogPath(framework.ReferenceControllerManager))
+		data, _ := os.ReadFile(lc.LogPath(framework.ReferenceControllerManager))
 		run := string(data)
 		if i := strings.LastIndex(run, "\n=== "); i >= 0 {
 			run = run[i:] // the armed run only (the log holds every start)
 		}
-		alive := syscall.Kill(c.armedPID, 0) == nil
-		return fmt.Sprintf("logged %q: %t, pid %d alive: %t", marker, strings.Contains(run, marker), c.armedPID, alive)
+		alive := syscall.Kill(armedPID, 0) == nil
+		return fmt.Sprintf("logged %q: %t, pid %d alive: %t", marker, strings.Contains(run, marker), armedPID, alive)
 	}).WithTimeout(framework.TestContext.Timeouts.PodsBound).WithPolling(framework.TestContext.Timeouts.Poll).Should(
-		gomega.Equal(fmt.Sprintf("logged %q: true, pid %d alive: false", marker, c.armedPID)),
+		gomega.Equal(fmt.Sprintf("logged %q: true, pid %d alive: false", marker, armedPID)),
 		"waiting for was-controller-manager to crash at %s", point)
 }
 
