@@ -415,7 +415,7 @@ else
     # The Fault specs' faults: static pods' containers restarted, nodes'
     # containers stopped and started (NODE_CONTROL), etcd compacted.
     export FAULT_COMMAND=${FAULT_COMMAND:-$ROOT/hack/hooks/kubeadm/fault.sh}
-    export KUBECONFIG=$KUBECONFIG_FILE NODE_EXEC=${NODE_EXEC:-$provider exec -i {node}} NODE_CONTROL=${NODE_CONTROL:-$provider {action} {node}}
+    export KUBECONFIG="$KUBECONFIG_FILE" NODE_EXEC="${NODE_EXEC:-$provider exec -i {node\}}" NODE_CONTROL="${NODE_CONTROL:-$provider {action\} {node\}}"
     # The reference runs here (deploy/): its crash points are armed through
     # the reconfigure hook (--crash-after on its DaemonSet), and the crash is
     # seen in the pod's status (exit 86, restartCount).
