@@ -3,9 +3,7 @@ package upgrade
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
-	"strings"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
@@ -240,13 +238,7 @@ func walkDowngrade(ctx context.Context, f *framework.Framework, s pathSubject, s
 	startImplementation := framework.StopImplementationControllers(ctx)
 	stopStock := framework.Reconfigure(ctx, framework.ReconfigureInput{Changes: []framework.ComponentChange{stock}})
 	if version != "" {
-		log, err := os.ReadFile(framework.LocalCluster.LogPath(localcluster.ControllerManager))
-		gomega.Expect(err).NotTo(gomega.HaveOccurred())
-		run := string(log)
-		if i := strings.LastIndex(run, "\n=== "); i >= 0 {
-			run = run[i:] // this start only (the log holds every start)
-		}
-		gomega.Expect(run).To(gomega.ContainSubstring(version), "the restarted kube-controller-manager is not the skewed version")
+		expectComponentVersion(ctx, f, localcluster.ControllerManager, version)
 	}
 	admissionOn := framework.Reconfigure(ctx, framework.ReconfigureInput{Changes: admissionOff})
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
@@ -215,7 +216,7 @@ var _ = ginkgo.Describe("Version skew", framework.Serial, framework.Disruptive, 
 			}
 			framework.Reconfigure(ctx, framework.ReconfigureInput{Changes: []framework.ComponentChange{c}})
 			if wantLog != "" {
-				expectSchedulerVersion(ctx, f, wantLog)
+				expectComponentVersion(ctx, f, localcluster.Scheduler, wantLog)
 			}
 
 			ginkgo.By(fmt.Sprintf("leaving 2 of %d nodes free for pods of %s CPU", fit.Nodes, fit.OnePerNode.String()))
@@ -244,26 +245,31 @@ var _ = ginkgo.Describe("Version skew", framework.Serial, framework.Disruptive, 
 	)
 })
 
-// expectSchedulerVersion proves the restarted kube-scheduler is version:
-// the local cluster's log names its binary; on another cluster each
-// kube-scheduler pod of kube-system (kubeadm's static pods, label
-// component=kube-scheduler) runs an image of that tag.
-func expectSchedulerVersion(ctx context.Context, f *framework.Framework, version string) {
+// expectComponentVersion proves the restarted component (kube-scheduler,
+// kube-controller-manager) is version: the local cluster's log of its last
+// start names its binary; on another cluster each of its pods in
+// kube-system (kubeadm's static pods, label component=<name>) runs an image
+// of that tag.
+func expectComponentVersion(ctx context.Context, f *framework.Framework, component localcluster.Component, version string) {
 	ginkgo.GinkgoHelper()
 	if lc := framework.LocalCluster; lc != nil {
-		log, err := os.ReadFile(lc.LogPath(localcluster.Scheduler))
+		log, err := os.ReadFile(lc.LogPath(component))
 		gomega.Expect(err).NotTo(gomega.HaveOccurred())
-		gomega.Expect(string(log)).To(gomega.ContainSubstring(version), "the restarted kube-scheduler is not the skewed version")
+		run := string(log)
+		if i := strings.LastIndex(run, "\n=== "); i >= 0 {
+			run = run[i:] // this start only (the log holds every start)
+		}
+		gomega.Expect(run).To(gomega.ContainSubstring(version), "the restarted %s is not the skewed version", component)
 		return
 	}
-	pods, err := f.ClientSet.CoreV1().Pods(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{LabelSelector: "component=kube-scheduler"})
+	pods, err := f.ClientSet.CoreV1().Pods(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{LabelSelector: "component=" + string(component)})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	if len(pods.Items) == 0 {
-		ginkgo.GinkgoWriter.Printf("no kube-scheduler pod in kube-system (label component=kube-scheduler): the hook's word is taken that it runs %s\n", version)
+		ginkgo.GinkgoWriter.Printf("no %s pod in kube-system (label component=%s): the hook's word is taken that it runs %s\n", component, component, version)
 		return
 	}
 	for _, p := range pods.Items {
-		gomega.Expect(p.Spec.Containers[0].Image).To(gomega.HaveSuffix(":"+version), "kube-scheduler pod %s is not the skewed version", p.Name)
-		ginkgo.GinkgoWriter.Printf("kube-scheduler pod %s runs %s\n", p.Name, p.Spec.Containers[0].Image)
+		gomega.Expect(p.Spec.Containers[0].Image).To(gomega.HaveSuffix(":"+version), "%s pod %s is not the skewed version", component, p.Name)
+		ginkgo.GinkgoWriter.Printf("%s pod %s runs %s\n", component, p.Name, p.Spec.Containers[0].Image)
 	}
 }
