@@ -45,8 +45,11 @@ const maxReplay = 20000
 //     etcd's history, a list at each revision (resourceVersionMatch=Exact),
 //     and delivered as the events a watch would have given, then the watch
 //     resumes from the latest revision;
+//   - a watch refused with 401 or 403 (a restarted kube-apiserver whose
+//     authorizer has not synced yet) is resumed the same way for up to
+//     refusalGrace;
 //   - when that history is gone too (etcd compacted past it), or the watch
-//     cannot go on for another reason (Forbidden, an object without
+//     cannot go on for another reason (refused for longer, an object without
 //     resourceVersion), the events can no longer be complete: it calls onGap
 //     once and stops.
 func resumeWatch(ctx context.Context, c collection, onList func([]runtime.Object), onEvent func(watch.Event), onGap func(error)) (<-chan struct{}, error) {
@@ -87,6 +90,9 @@ type replayer struct {
 	rv      string
 	live    map[string]runtime.Object
 	onEvent func(watch.Event)
+	// refusedSince is when the apiserver began refusing the watch (401,
+	// 403) since the last event; zero when it does not.
+	refusedSince time.Time
 }
 
 func (r *replayer) newWatch(ctx context.Context) (*watchtools.RetryWatcher, error) {
@@ -121,6 +127,8 @@ func (r *replayer) follow(ctx context.Context, rw *watchtools.RetryWatcher, onGa
 				err := apierrors.FromObject(ev.Object)
 				if isExpired(err) {
 					err = r.replay(ctx)
+				} else if r.waitOutRefusal(ctx, err) {
+					err = nil // resumed below from the last revision delivered
 				}
 				if err == nil {
 					next, err2 := r.newWatch(ctx)
@@ -139,7 +147,37 @@ func (r *replayer) follow(ctx context.Context, rw *watchtools.RetryWatcher, onGa
 	}
 }
 
+// refusalGrace is how long resumeWatch keeps resuming a watch the
+// apiserver refuses with 401 or 403: a kube-apiserver that has just
+// restarted refuses requests until its authorizer's RBAC caches have synced
+// (measured on kind: "workloads.scheduling.k8s.io is forbidden: User
+// kubernetes-admin" for seconds after a restart). No write is lost meanwhile:
+// the watch resumes from the last revision delivered (or reads the missed
+// ones back when that revision has expired).
+var refusalGrace = 2 * time.Minute // a var: the unit test shortens it
+
+// waitOutRefusal reports whether err is a refusal (401, 403) still within
+// refusalGrace of the first one since the last event, after a pause.
+func (r *replayer) waitOutRefusal(ctx context.Context, err error) bool {
+	if !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err) {
+		return false
+	}
+	if r.refusedSince.IsZero() {
+		r.refusedSince = time.Now()
+	}
+	if time.Since(r.refusedSince) > refusalGrace {
+		return false
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(time.Second):
+		return true
+	}
+}
+
 func (r *replayer) deliver(ev watch.Event) {
+	r.refusedSince = time.Time{}
 	if m, err := apimeta.Accessor(ev.Object); err == nil {
 		r.rv = m.GetResourceVersion()
 		if ev.Type == watch.Deleted {
