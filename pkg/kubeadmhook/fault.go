@@ -316,7 +316,7 @@ func (h *Hook) implementationContainers(ctx context.Context, node string) (map[s
 
 // waitImplementationRestarted waits until each implementation pod that ran
 // on node runs a new container, ready, and the controllers hold their Lease
-// again (renewed since).
+// again (renewed since), and the admission webhook answers.
 func (h *Hook) waitImplementationRestarted(ctx context.Context, node string, before map[string]string, since time.Time) error {
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, time.Second, h.timeout(), true, func(ctx context.Context) (bool, error) {
@@ -345,7 +345,13 @@ func (h *Hook) waitImplementationRestarted(ctx context.Context, node string, bef
 	if err != nil {
 		return err
 	}
-	return h.waitLeader(ctx, ds, since)
+	if err := h.waitLeader(ctx, ds, since); err != nil {
+		return err
+	}
+	// A ready webhook pod is not a reachable webhook: after a control-plane
+	// node restart the Service's endpoints and routes follow later (measured
+	// on kind: "connection refused" for the next specs' creates).
+	return h.waitAdmissionAnswers(ctx)
 }
 
 // waitNodeReady waits until node's kubelet has renewed its Lease since, the
