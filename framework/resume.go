@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
@@ -90,9 +91,10 @@ type replayer struct {
 	rv      string
 	live    map[string]runtime.Object
 	onEvent func(watch.Event)
-	// refusedSince is when the apiserver began refusing the watch (401,
-	// 403) since the last event; zero when it does not.
-	refusedSince time.Time
+	// refusedSince is when (UnixNano) the apiserver began refusing the
+	// watch calls (401, 403); 0 while it does not. Set from the
+	// RetryWatcher's goroutine.
+	refusedSince atomic.Int64
 }
 
 func (r *replayer) newWatch(ctx context.Context) (*watchtools.RetryWatcher, error) {
@@ -102,6 +104,9 @@ func (r *replayer) newWatch(ctx context.Context) (*watchtools.RetryWatcher, erro
 			// The RetryWatcher retries a watch call that fails this way
 			// forever, without a word; as an event it stops and passes it on.
 			return errorWatch(err), nil
+		}
+		if ew, ok := r.refused(err); ok {
+			return ew, nil
 		}
 		return w, err
 	}}
@@ -127,8 +132,6 @@ func (r *replayer) follow(ctx context.Context, rw *watchtools.RetryWatcher, onGa
 				err := apierrors.FromObject(ev.Object)
 				if isExpired(err) {
 					err = r.replay(ctx)
-				} else if r.waitOutRefusal(ctx, err) {
-					err = nil // resumed below from the last revision delivered
 				}
 				if err == nil {
 					next, err2 := r.newWatch(ctx)
@@ -156,28 +159,25 @@ func (r *replayer) follow(ctx context.Context, rw *watchtools.RetryWatcher, onGa
 // ones back when that revision has expired).
 var refusalGrace = 2 * time.Minute // a var: the unit test shortens it
 
-// waitOutRefusal reports whether err is a refusal (401, 403) still within
-// refusalGrace of the first one since the last event, after a pause.
-func (r *replayer) waitOutRefusal(ctx context.Context, err error) bool {
+// refused turns a watch call refused with 401 or 403 into a watch whose only
+// event is that refusal, which client-go's RetryWatcher retries (its default
+// for an error event), for up to refusalGrace since the first refusal after
+// the last watch call that succeeded. The call's own error would stop the
+// RetryWatcher at once. After the grace the error is returned: a gap.
+func (r *replayer) refused(err error) (watch.Interface, bool) {
 	if !apierrors.IsForbidden(err) && !apierrors.IsUnauthorized(err) {
-		return false
+		r.refusedSince.Store(0)
+		return nil, false
 	}
-	if r.refusedSince.IsZero() {
-		r.refusedSince = time.Now()
+	now := time.Now().UnixNano()
+	r.refusedSince.CompareAndSwap(0, now)
+	if time.Duration(now-r.refusedSince.Load()) > refusalGrace {
+		return nil, false
 	}
-	if time.Since(r.refusedSince) > refusalGrace {
-		return false
-	}
-	select {
-	case <-ctx.Done():
-		return false
-	case <-time.After(time.Second):
-		return true
-	}
+	return errorWatch(err), true
 }
 
 func (r *replayer) deliver(ev watch.Event) {
-	r.refusedSince = time.Time{}
 	if m, err := apimeta.Accessor(ev.Object); err == nil {
 		r.rv = m.GetResourceVersion()
 		if ev.Type == watch.Deleted {
@@ -287,7 +287,8 @@ func isExpired(err error) bool {
 // errorWatch is a watch whose only event is err, as the apiserver sends it.
 func errorWatch(err error) watch.Interface {
 	status := apierrors.NewResourceExpired(err.Error()).ErrStatus
-	if s, ok := err.(apierrors.APIStatus); ok {
+	var s apierrors.APIStatus
+	if errors.As(err, &s) {
 		status = s.Status()
 	}
 	w := watch.NewFakeWithChanSize(1, false)

@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -24,10 +25,12 @@ func TestResumeWatchWaitsOutARefusal(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		refusals int32
+		wrapped  bool // the refusal wrapped, not an APIStatus itself (as seen on kind)
 		wantGap  bool
 	}{
-		{"refused twice, then served", 2, false},
-		{"refused for longer than the grace", 1 << 30, true},
+		{"refused twice, then served", 2, false, false},
+		{"refused twice, wrapped, then served", 2, true, false},
+		{"refused for longer than the grace", 1 << 30, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -38,6 +41,9 @@ func TestResumeWatchWaitsOutARefusal(t *testing.T) {
 				list: func(context.Context, metav1.ListOptions) ([]runtime.Object, string, error) { return nil, "5", nil },
 				watch: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 					if calls.Add(1) <= tc.refusals {
+						if tc.wrapped {
+							return nil, fmt.Errorf("watching: %w", forbidden)
+						}
 						return nil, forbidden
 					}
 					if opts.ResourceVersion != "5" {
