@@ -146,7 +146,13 @@ var _ = ginkgo.Describe("Deployment spec.scheduling update transitions", framewo
 		// must not exceed replicas. If the user sets minCount and it exceeds
 		// the current replica count, the request is rejected" and "RollingUpdate
 		// with gang is rejected". An update that breaks either is rejected, and
-		// nothing of it is stored.
+		// nothing of it is stored. Both ways of making minCount exceed replicas
+		// are updates the KEP rejects: raising (or setting) minCount is the
+		// sentence above, and lowering spec.replicas under an explicit minCount
+		// is its Scaling and HPA section, "An explicit minCount acts as a floor
+		// for replicas. Since validation rejects replicas < minCount, HPA or
+		// manual scaling cannot reduce replicas below that value." The KEP names
+		// neither field as the culprit, so either may be (minCountPaths).
 		ginkgo.DescribeTable("rejects an update of a gang Deployment that breaks a create-time rule, and stores nothing", framework.ID("D-U4"),
 			func(ctx context.Context, created *framework.DeploymentScheduling, mutate func(d *appsv1.Deployment, cfg **framework.DeploymentScheduling), types []field.ErrorType, paths []string) {
 				d := create(ctx, recreate(f, "gang", 3, "100m").Obj(), created)
@@ -168,6 +174,9 @@ var _ = ginkgo.Describe("Deployment spec.scheduling update transitions", framewo
 				setMinCount(ptr.To[int32](4)), rejected, minCountPaths),
 			ginkgo.Entry("setting minCount above replicas where it was derived", gang(nil),
 				setMinCount(ptr.To[int32](4)), rejected, minCountPaths),
+			ginkgo.Entry("lowering spec.replicas below an explicit minCount", gang(ptr.To[int32](2)),
+				func(d *appsv1.Deployment, _ **framework.DeploymentScheduling) { d.Spec.Replicas = ptr.To[int32](1) },
+				rejected, minCountPaths),
 			ginkgo.Entry("switching the strategy to RollingUpdate", gang(nil),
 				func(d *appsv1.Deployment, _ **framework.DeploymentScheduling) { toRollingUpdate(d) },
 				notRecreate, []string{"spec.scheduling", "spec.strategy"}),
