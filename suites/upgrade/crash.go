@@ -223,16 +223,14 @@ func crashControllerFor(c crashCase, f *framework.Framework) *crashController {
 		Component:       framework.ReferenceControllerManager,
 		ComponentConfig: localcluster.ComponentConfig{ExtraArgs: map[string]string{crashpoint.Flag: crashpoint.Arg(c.Point, f.Namespace)}},
 	}
-	if lc == nil {
-		// An existing cluster running the reference from deploy/: the hook
-		// rolls its DaemonSet out with the flag.
-		framework.RequireReconfigure(arm)
-	}
 	// Reconfigure restores the suite's settings after the spec whatever
 	// happens (before the namespace is deleted: cleanups run LIFO); resume
 	// restores them at once.
 	ctl := &crashController{}
 	if lc == nil {
+		// An existing cluster running the reference from deploy/: the hook
+		// rolls its DaemonSet out with the flag.
+		framework.RequireReconfigure(arm)
 		var armed *referencePods
 		ctl.interrupt = func(ctx context.Context) {
 			ctl.resume = framework.Reconfigure(ctx, framework.ReconfigureInput{Changes: []framework.ComponentChange{arm}})

@@ -87,7 +87,7 @@ func (r *referencePods) waitCrash(ctx context.Context, point crashpoint.Point) {
 		for _, p := range pods {
 			for _, s := range p.Status.ContainerStatuses {
 				t := s.LastTerminationState.Terminated
-				if t == nil || s.RestartCount == 0 || restartCount(p) <= r.restarts[p.UID] {
+				if t == nil || restartCount(p) <= r.restarts[p.UID] {
 					seen = append(seen, fmt.Sprintf("%s/%s: restartCount %d, no new termination", p.Name, s.Name, s.RestartCount))
 					continue
 				}
