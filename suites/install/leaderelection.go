@@ -43,7 +43,7 @@ var _ = ginkgo.Describe("Install of the reference implementation: leader electio
 	// apart by the User-Agent each instance tags with its Lease identity,
 	// which the API server's audit log records.
 	ginkgo.It("runs the controllers in the Lease holder only, and another instance takes over when it is killed, with no duplicate Workload or PodGroup", func(ctx context.Context) {
-		lc := requireComponent(framework.ReferenceControllerManager)
+		lc := requireInstalled(ctx, f, framework.ReferenceControllerManager).requireLocal()
 		cs := f.ClientSet
 		before := leaseHolder(ctx, f)
 		framework.Reconfigure(ctx, framework.ReconfigureInput{Cluster: lc, Changes: []framework.ComponentChange{{

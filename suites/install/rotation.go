@@ -49,7 +49,7 @@ var _ = ginkgo.Describe("Install of the reference implementation: the webhook's 
 	// Secret lives in the spec's namespace and the webhook gets exactly
 	// deploy/'s webhook RBAC there, so the spec also proves that RBAC suffices.
 	ginkgo.It("replaces a planted Secret, then renews the serving certificate in the running webhook from the same CA, rejecting no request", func(ctx context.Context) {
-		lc := requireComponent(framework.ReferenceWebhook)
+		lc := requireInstalled(ctx, f, framework.ReferenceWebhook).requireLocal()
 		if framework.Intent.Mode != framework.IntentAnnotation {
 			ginkgo.Skip("the reference webhook sees only intent written as its annotation; the server serves spec.scheduling natively")
 		}

@@ -29,7 +29,7 @@ var _ = ginkgo.Describe("Install of the reference implementation: a stopped webh
 	// only what may carry intent, and never the control plane: the
 	// namespaceSelector keeps kube-system (and the install's namespace) out.
 	ginkgo.It("lets plain Deployments and kube-system scale requests through, and rejects intent naming the webhook", func(ctx context.Context) {
-		lc := requireComponent(framework.ReferenceWebhook)
+		lc := requireInstalled(ctx, f, framework.ReferenceWebhook).requireLocal()
 		webhookName := rendered().webhookConfiguration().Webhooks[0].Name
 		cs := f.ClientSet
 
