@@ -33,9 +33,29 @@ type dsState struct {
 	// Stopped: the controller-restart hook's stop (--controllers= empty: the
 	// process keeps serving /healthz and runs no controller).
 	Stopped bool `json:"stopped,omitempty"`
+	// Unscheduled: StopAdmission's stop (no node runs a pod of it).
+	Unscheduled bool `json:"unscheduled,omitempty"`
 }
 
-func (s dsState) isZero() bool { return s.Reconfigure.IsZero() && !s.Stopped }
+func (s dsState) isZero() bool { return s.Reconfigure.IsZero() && !s.Stopped && !s.Unscheduled }
+
+// unscheduledLabel is a node label no node carries: a DaemonSet whose pods
+// select it runs nowhere, so stopping it keeps everything else of its
+// template as it was.
+const unscheduledLabel = "was-harness.io/daemonset-stopped-by-harness"
+
+// setScheduled makes the pod template select no node (unscheduled) or its
+// own nodes again.
+func setScheduled(spec *corev1.PodSpec, unscheduled bool) {
+	if !unscheduled {
+		delete(spec.NodeSelector, unscheduledLabel)
+		return
+	}
+	if spec.NodeSelector == nil {
+		spec.NodeSelector = map[string]string{}
+	}
+	spec.NodeSelector[unscheduledLabel] = "true"
+}
 
 // updateDaemonSet changes the hook state of DaemonSet name with edit,
 // rewrites its first container's args from pristine plus that state, and
@@ -81,6 +101,7 @@ func (h *Hook) updateDaemonSet(ctx context.Context, name string, edit func(*dsSt
 			h.logf("daemonset %s/%s: args unchanged", h.Namespace, name)
 		}
 		ctr.Args = args
+		setScheduled(&ds.Spec.Template.Spec, st.Unscheduled)
 		updated, err = api.Update(ctx, ds, metav1.UpdateOptions{})
 		return err
 	})
@@ -88,6 +109,25 @@ func (h *Hook) updateDaemonSet(ctx context.Context, name string, edit func(*dsSt
 		return nil, state, fmt.Errorf("updating daemonset %s/%s: %w", h.Namespace, name, err)
 	}
 	return updated, state, h.waitRollout(ctx, updated)
+}
+
+// StopAdmission stops the admission side: its DaemonSet runs no pod (its
+// pods select a node label no node has), so the API server's calls to the
+// webhook fail as they do when it is down. It returns once no pod of it is
+// left. StartAdmission, or Restore, undoes it.
+func (h *Hook) StopAdmission(ctx context.Context) error {
+	_, _, err := h.updateDaemonSet(ctx, h.AdmissionDaemonSet, func(s *dsState) { s.Unscheduled = true })
+	return err
+}
+
+// StartAdmission undoes StopAdmission and returns once the webhook answers.
+func (h *Hook) StartAdmission(ctx context.Context) error {
+	since := time.Now()
+	ds, _, err := h.updateDaemonSet(ctx, h.AdmissionDaemonSet, func(s *dsState) { s.Unscheduled = false })
+	if err != nil {
+		return err
+	}
+	return h.waitServing(ctx, ImplementationAdmission, ds, since)
 }
 
 // readState returns the DaemonSet's pristine args and hook state.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
@@ -18,8 +19,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 
+	"github.com/workload-aware/apps-harness/api/intent"
 	"github.com/workload-aware/apps-harness/deploy"
 	"github.com/workload-aware/apps-harness/framework"
+	"github.com/workload-aware/apps-harness/pkg/kubeadmhook"
 	"github.com/workload-aware/apps-harness/pkg/localcluster"
 )
 
@@ -92,6 +95,40 @@ func (in *installed) requireLocal() *localcluster.Cluster {
 		ginkgo.Skip(fmt.Sprintf("needs the harness's local cluster: on an existing cluster %s runs as DaemonSet %s/%s, which this spec does not drive yet", in.component, in.daemonSet.Namespace, in.daemonSet.Name))
 	}
 	return in.local
+}
+
+// stop stops the component until the spec ends: on the local cluster its
+// process is killed; on an existing cluster its DaemonSet runs no pod
+// (kubeadmhook's StopAdmission, which `was-harness kubeadm restore` undoes
+// too, should the run die before the cleanup).
+func (in *installed) stop(ctx context.Context, f *framework.Framework) {
+	ginkgo.GinkgoHelper()
+	if in.local != nil {
+		stopComponent(ctx, in.local, in.component)
+		return
+	}
+	gomega.Expect(in.component).To(gomega.Equal(framework.ReferenceWebhook), "only the webhook's DaemonSet can be stopped on an existing cluster")
+	h := in.hook(f)
+	ginkgo.By(fmt.Sprintf("stopping %s: DaemonSet %s/%s runs no pod", in.component, in.daemonSet.Namespace, in.daemonSet.Name))
+	ginkgo.DeferCleanup(func(ctx context.Context) {
+		ginkgo.By("starting " + string(in.component) + " again")
+		gomega.Expect(h.StartAdmission(ctx)).To(gomega.Succeed(), "starting DaemonSet %s/%s again", in.daemonSet.Namespace, in.daemonSet.Name)
+	})
+	gomega.Expect(h.StopAdmission(ctx)).To(gomega.Succeed(), "stopping DaemonSet %s/%s", in.daemonSet.Namespace, in.daemonSet.Name)
+}
+
+// hook drives deploy/'s DaemonSets on an existing cluster as the kubeadm
+// hooks do (pkg/kubeadmhook), so that what a spec changes is kept in the
+// same annotations the hooks' restore undoes.
+func (in *installed) hook(f *framework.Framework) *kubeadmhook.Hook {
+	_, controllers := daemonSetOf(framework.ReferenceControllerManager)
+	_, admission := daemonSetOf(framework.ReferenceWebhook)
+	return &kubeadmhook.Hook{
+		Client: f.ClientSet, Namespace: in.daemonSet.Namespace, AdmissionDaemonSet: admission, ControllersDaemonSet: controllers,
+		WebhookConfiguration: rendered().webhookConfiguration().Name, AdmissionProbeAnnotation: intent.DeploymentAnnotation,
+		Lease: leaseNamespace + "/" + leaseName, Timeout: 3 * time.Minute,
+		Logf: func(format string, args ...any) { ginkgo.GinkgoWriter.Printf("[kubeadm-hook] "+format+"\n", args...) },
+	}
 }
 
 // pods are the component's pods on an existing cluster.

@@ -29,7 +29,7 @@ var _ = ginkgo.Describe("Install of the reference implementation: a stopped webh
 	// only what may carry intent, and never the control plane: the
 	// namespaceSelector keeps kube-system (and the install's namespace) out.
 	ginkgo.It("lets plain Deployments and kube-system scale requests through, and rejects intent naming the webhook", func(ctx context.Context) {
-		lc := requireInstalled(ctx, f, framework.ReferenceWebhook).requireLocal()
+		webhook := requireInstalled(ctx, f, framework.ReferenceWebhook)
 		webhookName := rendered().webhookConfiguration().Webhooks[0].Name
 		cs := f.ClientSet
 
@@ -42,7 +42,7 @@ var _ = ginkgo.Describe("Install of the reference implementation: a stopped webh
 		})
 		plain := createPlainDeployment(ctx, cs, f.Namespace, "plain", 0)
 
-		stopComponent(ctx, lc, framework.ReferenceWebhook)
+		webhook.stop(ctx, f)
 		refused := fmt.Sprintf("failed calling webhook %q", webhookName)
 
 		ginkgo.By("creating a Deployment that carries scheduling intent: rejected, naming the webhook")
