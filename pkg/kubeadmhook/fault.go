@@ -205,6 +205,22 @@ func (h *Hook) CheckFault(ctx context.Context, action string) error {
 	return fmt.Errorf("fault action %q: want %s, %s, %s or %s", action, FaultRestart, FaultStopNode, FaultStartNode, FaultCompactEtcd)
 }
 
+// stopStaticPodScript stops a static pod's running container on its node:
+// SIGTERM, then SIGKILL after stopGrace. crictl bounds each call to the
+// runtime by its own --timeout (2 s by default), which a stop that waits out
+// its grace exceeds: kind's full run saw "DeadlineExceeded" from a
+// kube-apiserver that lingered after SIGTERM. So the call gets the grace
+// plus time for the runtime to answer.
+func stopStaticPodScript(component string) string {
+	grace := stopGrace(component)
+	return fmt.Sprintf("ids=$(crictl ps -q --state running --label io.kubernetes.pod.namespace=kube-system --name '^%s$'); "+
+		"[ -n \"$ids\" ] || { echo 'no running %s container' >&2; exit 1; }; crictl --timeout %ds stop --timeout %d $ids",
+		component, component, grace+crictlAnswer, grace)
+}
+
+// crictlAnswer is how long crictl waits for the runtime beyond a stop's grace.
+const crictlAnswer = 30
+
 // restartComponent restarts a static pod's container on each control-plane
 // node in turn.
 func (h *Hook) restartComponent(ctx context.Context, component string) error {
@@ -226,9 +242,7 @@ func (h *Hook) restartComponent(ctx context.Context, component string) error {
 		if before == "" {
 			return fmt.Errorf("mirror pod kube-system/%s shows no container: does %s run?", mirror, component)
 		}
-		script := fmt.Sprintf("ids=$(crictl ps -q --state running --label io.kubernetes.pod.namespace=kube-system --name '^%s$'); "+
-			"[ -n \"$ids\" ] || { echo 'no running %s container' >&2; exit 1; }; crictl stop --timeout %d $ids", component, component, stopGrace(component))
-		out, err := h.Exec.Run(ctx, node, script, nil)
+		out, err := h.Exec.Run(ctx, node, stopStaticPodScript(component), nil)
 		if err != nil {
 			return fmt.Errorf("stopping %s on %s: %w", component, node, err)
 		}

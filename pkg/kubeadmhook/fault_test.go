@@ -1,6 +1,7 @@
 package kubeadmhook
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -45,5 +46,25 @@ func TestParseEndpointStatus(t *testing.T) {
 	}
 	if _, err := parseEndpointStatus([]byte("Error: context deadline exceeded")); err == nil {
 		t.Fatal("no revision in an error: want an error")
+	}
+}
+
+// A stop's crictl call must outlast the grace it gives the container: with
+// crictl's default 2 s request timeout, a kube-apiserver stopped with a 2 s
+// grace that lingers until SIGKILL made the call fail (kind, 2026-12-04).
+func TestStopStaticPodScriptOutlastsTheGrace(t *testing.T) {
+	for _, component := range FaultComponents {
+		script := stopStaticPodScript(component)
+		var call, grace int
+		i := strings.Index(script, "crictl --timeout ")
+		if i < 0 {
+			t.Fatalf("%s: no crictl --timeout in %q", component, script)
+		}
+		if _, err := fmt.Sscanf(script[i:], "crictl --timeout %ds stop --timeout %d", &call, &grace); err != nil {
+			t.Fatalf("%s: %q: %v", component, script[i:], err)
+		}
+		if grace != stopGrace(component) || call <= grace {
+			t.Errorf("%s: crictl waits %d s for a stop with %d s of grace (want the grace %d and more than it)", component, call, grace, stopGrace(component))
+		}
 	}
 }
