@@ -316,7 +316,8 @@ kind_config() {
 
 # A CNI without images, for node images without kindnetd: every node gets a
 # ptp + host-local configuration for its podCIDR and a route to every other
-# node's podCIDR through that node's address (nodes share one docker network).
+# node's podCIDR through that node's address (nodes share one docker network;
+# hack/kind-pod-routes.sh, which NODE_CONTROL runs again after a node starts).
 kind_cni() {
   local nodes; nodes=$(kubectl_ get nodes -o jsonpath='{range .items[*]}{.metadata.name} {.spec.podCIDR} {.status.addresses[?(@.type=="InternalIP")].address}{"\n"}{end}')
   while read -r name cidr ip; do
@@ -327,11 +328,8 @@ kind_cni() {
    "ipam": {"type": "host-local", "ranges": [[{"subnet": "$cidr"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
   {"type": "portmap", "capabilities": {"portMappings": true}}]}
 JSON
-    while read -r other ocidr oip; do
-      [[ $other == "$name" ]] && continue
-      docker exec "$name" ip route replace "$ocidr" via "$oip"
-    done <<<"$nodes"
   done <<<"$nodes"
+  KIND_PROVIDER=$provider "$ROOT/hack/kind-pod-routes.sh" "$KIND_CLUSTER_NAME"
 }
 
 log "step 1/5: kind cluster $KIND_CLUSTER_NAME ($KIND_NODE_IMAGE) from $KIND_CONFIG, $KIND_WORKERS workers${KIND_SKEW_WORKER:+ and a worker with kubelet $skew_kubelet ($KIND_SKEW_NODE_IMAGE)}"
@@ -415,7 +413,12 @@ else
     # The Fault specs' faults: static pods' containers restarted, nodes'
     # containers stopped and started (NODE_CONTROL), etcd compacted.
     export FAULT_COMMAND=${FAULT_COMMAND:-$ROOT/hack/hooks/kubeadm/fault.sh}
-    export KUBECONFIG="$KUBECONFIG_FILE" NODE_EXEC="${NODE_EXEC:-$provider exec -i {node\}}" NODE_CONTROL="${NODE_CONTROL:-$provider {action\} {node\}}"
+    # A node started again gets its pod routes back (kind_cni); with
+    # kindnetd (KIND_DEFAULT_CNI=1) the engine's start is enough.
+    node_control="$ROOT/hack/kind-node-control.sh {action} {node}"
+    [[ -n $KIND_DEFAULT_CNI ]] && node_control="$provider {action} {node}"
+    export KIND_PROVIDER=$provider
+    export KUBECONFIG="$KUBECONFIG_FILE" NODE_EXEC="${NODE_EXEC:-$provider exec -i {node\}}" NODE_CONTROL="${NODE_CONTROL:-$node_control}"
     # The reference runs here (deploy/): its crash points are armed through
     # the reconfigure hook (--crash-after on its DaemonSet), and the crash is
     # seen in the pod's status (exit 86, restartCount).
