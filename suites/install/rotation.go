@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -14,12 +15,14 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
 
@@ -45,37 +48,36 @@ const (
 var _ = ginkgo.Describe("Install of the reference implementation: the webhook's certificate", framework.Harness, framework.Serial, framework.Disruptive, func() {
 	f := framework.New("install-cert-rotation")
 
-	// deploy/'s lifecycle, run on the local cluster's webhook process: the
-	// Secret lives in the spec's namespace and the webhook gets exactly
-	// deploy/'s webhook RBAC there, so the spec also proves that RBAC suffices.
+	// deploy/'s lifecycle, run on the webhook as it is installed here (the
+	// local cluster's process, or deploy/'s DaemonSet on an existing
+	// cluster), pointed at a Secret in the spec's namespace: the live Secret
+	// is not touched, and the webhook gets exactly deploy/'s webhook RBAC
+	// there, so the spec also proves that RBAC suffices.
 	ginkgo.It("replaces a planted Secret, then renews the serving certificate in the running webhook from the same CA, rejecting no request", func(ctx context.Context) {
-		lc := requireInstalled(ctx, f, framework.ReferenceWebhook).requireLocal()
+		in := requireInstalled(ctx, f, framework.ReferenceWebhook)
 		if framework.Intent.Mode != framework.IntentAnnotation {
 			ginkgo.Skip("the reference webhook sees only intent written as its annotation; the server serves spec.scheduling natively")
 		}
 		d := rendered()
 		wc := d.webhookConfiguration()
 		secretName := selfSignedSecretName(d)
+		host := webhookServerName(ctx, f, wc.Name)
+		change := framework.ComponentChange{Component: framework.ReferenceWebhook, ComponentConfig: localcluster.ComponentConfig{
+			ExtraArgs: rotationArgs(in, f.Namespace+"/"+secretName, host, wc.Name)}}
+		framework.RequireReconfigure(change)
 		cs := f.ClientSet
-		grantWebhookRBAC(ctx, f, d, componentUser(lc, framework.ReferenceWebhook))
+		if in.local == nil {
+			expectLiveSecretKept(ctx, f, in)
+		}
+		grantWebhookRBAC(ctx, f, d, in.user())
 		restoreWebhookClientConfig(ctx, f, wc.Name)
 
 		ginkgo.By("planting a Secret " + secretName + " that was-controller-manager did not make")
-		planted := plantSecret(ctx, f, secretName)
+		planted := plantSecret(ctx, f, secretName, host)
 
-		webhookURL := liveWebhookURL(ctx, f, wc.Name)
-		framework.Reconfigure(ctx, framework.ReconfigureInput{Cluster: lc, Changes: []framework.ComponentChange{{
-			Component: framework.ReferenceWebhook,
-			ComponentConfig: localcluster.ComponentConfig{ExtraArgs: map[string]string{
-				// The local cluster's certificate files are replaced by the Secret.
-				"tls-cert-file": "", "tls-private-key-file": "",
-				"self-signed-cert-secret":                     f.Namespace + "/" + secretName,
-				"self-signed-cert-hosts":                      webhookURL.Hostname(),
-				"self-signed-ca-bundle-webhook-configuration": wc.Name,
-				"self-signed-cert-validity":                   rotationValidity.String(),
-			}},
-		}}})
-		pid := lc.PIDs()[framework.ReferenceWebhook]
+		framework.Reconfigure(ctx, framework.ReconfigureInput{Cluster: in.local, Changes: []framework.ComponentChange{change}})
+		running := in.running(ctx, f)
+		addr := webhookAddress(ctx, f, in, wc.Name)
 
 		ginkgo.By("checking that the planted Secret was replaced, with an event, and its CA is not trusted")
 		secret, err := cs.CoreV1().Secrets(f.Namespace).Get(ctx, secretName, metav1.GetOptions{})
@@ -85,13 +87,13 @@ var _ = ginkgo.Describe("Install of the reference implementation: the webhook's 
 		expectEvent(ctx, f, secretName, corev1.EventTypeWarning, reasonCertificateReplaced)
 		bundle := caBundle(ctx, f, wc.Name)
 		gomega.Expect(bundle).To(gomega.Equal(secret.Data["ca.crt"]), "the caBundle is not the Secret's CA")
-		first := servedCertificate(webhookURL, bundle)
+		first := servedCertificate(addr, host, bundle)
 
 		ginkgo.By("writing intent-carrying updates (each one reviewed by the webhook) while the certificate is renewed")
 		traffic := startTraffic(ctx, f)
 		var renewed *x509.Certificate
 		gomega.Eventually(ctx, func() string {
-			renewed = servedCertificate(webhookURL, bundle)
+			renewed = servedCertificate(addr, host, bundle)
 			return renewed.SerialNumber.String()
 		}).WithTimeout(rotationValidity+time.Minute).WithPolling(2*time.Second).ShouldNot(gomega.Equal(first.SerialNumber.String()),
 			"the webhook still serves its first certificate (valid until %s)", first.NotAfter)
@@ -103,13 +105,32 @@ var _ = ginkgo.Describe("Install of the reference implementation: the webhook's 
 		ginkgo.By(fmt.Sprintf("checking %d requests, the process and the CA", traffic.total()))
 		gomega.Expect(traffic.failures()).To(gomega.BeEmpty(), "requests rejected around the renewal")
 		gomega.Expect(traffic.succeededBefore(renewedAt)).To(gomega.BeNumerically(">=", 3), "requests before the renewal")
-		gomega.Expect(lc.PIDs()[framework.ReferenceWebhook]).To(gomega.Equal(pid), "the webhook restarted")
-		gomega.Expect(syscall.Kill(pid, 0)).To(gomega.Succeed(), "the webhook (pid %d) is not running", pid)
+		gomega.Expect(in.running(ctx, f)).To(gomega.Equal(running), "the webhook restarted or stopped: the renewal must happen in the running process")
 		gomega.Expect(caBundle(ctx, f, wc.Name)).To(gomega.Equal(bundle), "the caBundle changed: the renewal must reuse the CA")
 		gomega.Expect(renewed.NotAfter.After(first.NotAfter)).To(gomega.BeTrue(), "the renewed certificate ends %s, not after the first's %s", renewed.NotAfter, first.NotAfter)
 		expectEvent(ctx, f, secretName, corev1.EventTypeNormal, reasonCertificateRenewed)
 	})
 })
+
+// rotationArgs are the webhook's flags for the spec: its certificate in
+// secret (namespace/name), valid rotationValidity, its CA kept in the
+// webhook configuration wc.
+func rotationArgs(in *installed, secret, host, wc string) map[string]string {
+	args := map[string]string{
+		"self-signed-cert-secret":                     secret,
+		"self-signed-ca-bundle-webhook-configuration": wc,
+		"self-signed-cert-validity":                   rotationValidity.String(),
+	}
+	if in.local != nil {
+		// The local cluster's webhook serves certificate files at its URL's
+		// host: the Secret replaces them, for that host.
+		args["tls-cert-file"], args["tls-private-key-file"] = "", ""
+		args["self-signed-cert-hosts"] = host
+	}
+	// deploy/'s DaemonSet sets no certificate files, and its own
+	// --self-signed-cert-hosts (the Service's names) stay.
+	return args
+}
 
 // selfSignedSecretName is the Secret name deploy/'s webhook keeps its
 // certificate in (its RBAC names it).
@@ -158,9 +179,11 @@ func grantWebhookRBAC(ctx context.Context, f *framework.Framework, d *deployObje
 }
 
 // restoreWebhookClientConfig puts the webhook configuration's clientConfig
-// (the local cluster's URL and CA) back when the spec ends, after the
-// webhook is back on the local cluster's certificate (cleanups run last
-// registered first, and this one is registered before the restart's).
+// (the local cluster's URL and CA, or deploy/'s Service and the CA of its
+// Secret) back when the spec ends, after the webhook is back on its own
+// certificate (cleanups run last registered first, and this one is
+// registered before the restart's), and waits until the API server trusts
+// the webhook again.
 func restoreWebhookClientConfig(ctx context.Context, f *framework.Framework, name string) {
 	ginkgo.GinkgoHelper()
 	api := f.ClientSet.AdmissionregistrationV1().ValidatingWebhookConfigurations()
@@ -197,12 +220,19 @@ func restoreWebhookClientConfig(ctx context.Context, f *framework.Framework, nam
 }
 
 // plantSecret creates a Secret of the webhook's name that someone else
-// made: a valid certificate for the webhook, from a CA of their own.
-func plantSecret(ctx context.Context, f *framework.Framework, name string) *corev1.Secret {
+// made: a valid certificate for the webhook's host, from a CA of their own,
+// so only its origin makes the webhook replace it.
+func plantSecret(ctx context.Context, f *framework.Framework, name, host string) *corev1.Secret {
 	ginkgo.GinkgoHelper()
 	ca, err := pki.NewCA("planted")
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	kp, err := ca.Issue(pki.CertRequest{CommonName: "127.0.0.1", IPs: []net.IP{net.ParseIP("127.0.0.1")}, Server: true})
+	req := pki.CertRequest{CommonName: host, Server: true}
+	if ip := net.ParseIP(host); ip != nil {
+		req.IPs = []net.IP{ip}
+	} else {
+		req.DNSNames = []string{host}
+	}
+	kp, err := ca.Issue(req)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	key, _ := pki.KeyPEM(kp.Key)
 	caKey, _ := pki.KeyPEM(ca.Key)
@@ -214,15 +244,123 @@ func plantSecret(ctx context.Context, f *framework.Framework, name string) *core
 	return s
 }
 
-func liveWebhookURL(ctx context.Context, f *framework.Framework, name string) *url.URL {
+// webhookClientConfig is how the API server calls the webhook now.
+func webhookClientConfig(ctx context.Context, f *framework.Framework, name string) admissionregistrationv1.WebhookClientConfig {
 	ginkgo.GinkgoHelper()
 	wc, err := f.ClientSet.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
-	cc := wc.Webhooks[0].ClientConfig
+	return wc.Webhooks[0].ClientConfig
+}
+
+// webhookURL is the URL the local cluster calls the webhook at.
+func webhookURL(cc admissionregistrationv1.WebhookClientConfig) *url.URL {
+	ginkgo.GinkgoHelper()
 	gomega.Expect(cc.URL).NotTo(gomega.BeNil(), "the local cluster calls the webhook by URL")
 	u, err := url.Parse(*cc.URL)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	return u
+}
+
+// webhookServerName is the name the API server verifies the webhook's
+// certificate for: its URL's host, or <service>.<namespace>.svc.
+func webhookServerName(ctx context.Context, f *framework.Framework, name string) string {
+	ginkgo.GinkgoHelper()
+	cc := webhookClientConfig(ctx, f, name)
+	if svc := cc.Service; svc != nil {
+		return svc.Name + "." + svc.Namespace + ".svc"
+	}
+	return webhookURL(cc).Hostname()
+}
+
+// webhookAddress is where the spec's own TLS client reaches the webhook:
+// the local cluster's URL, or, on an existing cluster, where the suite
+// runs outside the cluster network, a port forwarded through the API server
+// to the port of a webhook pod the Service sends the API server's calls to.
+func webhookAddress(ctx context.Context, f *framework.Framework, in *installed, name string) string {
+	ginkgo.GinkgoHelper()
+	cc := webhookClientConfig(ctx, f, name)
+	if in.local != nil {
+		return webhookURL(cc).Host
+	}
+	gomega.Expect(cc.Service).NotTo(gomega.BeNil(), "deploy/ registers the webhook by Service")
+	svc, err := f.ClientSet.CoreV1().Services(cc.Service.Namespace).Get(ctx, cc.Service.Name, metav1.GetOptions{})
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "the webhook's Service %s/%s", cc.Service.Namespace, cc.Service.Name)
+	port := int32(443)
+	if cc.Service.Port != nil {
+		port = *cc.Service.Port
+	}
+	pods := in.pods(ctx, f)
+	gomega.Expect(pods).NotTo(gomega.BeEmpty(), "no webhook pod")
+	target := servicePortTarget(svc, port, &pods[0])
+	gomega.Expect(target).NotTo(gomega.BeZero(), "Service %s/%s has no port %d to the webhook's pod %s", svc.Namespace, svc.Name, port, pods[0].Name)
+	return portForward(ctx, f, &pods[0], target)
+}
+
+// servicePortTarget is the container port of pod that the Service's port
+// forwards to (0 if none).
+func servicePortTarget(svc *corev1.Service, port int32, pod *corev1.Pod) int32 {
+	for _, p := range svc.Spec.Ports {
+		if p.Port != port {
+			continue
+		}
+		if p.TargetPort.Type == intstr.Int {
+			if p.TargetPort.IntVal == 0 {
+				return p.Port
+			}
+			return p.TargetPort.IntVal
+		}
+		for _, c := range pod.Spec.Containers {
+			for _, cp := range c.Ports {
+				if cp.Name == p.TargetPort.StrVal {
+					return cp.ContainerPort
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// running identifies what runs the component now: the local cluster's
+// process, or each pod's container. A restart, a replaced pod or a process
+// gone reads differently.
+func (in *installed) running(ctx context.Context, f *framework.Framework) []string {
+	ginkgo.GinkgoHelper()
+	if in.local != nil {
+		pid := in.local.PIDs()[in.component]
+		return []string{fmt.Sprintf("pid %d, running %t", pid, pid > 0 && syscall.Kill(pid, 0) == nil)}
+	}
+	var out []string
+	for _, p := range in.pods(ctx, f) {
+		for _, c := range p.Status.ContainerStatuses {
+			out = append(out, fmt.Sprintf("pod %s (uid %s, deleting %t): container %s %s, restarts %d, running %t",
+				p.Name, p.UID, p.DeletionTimestamp != nil, c.Name, c.ContainerID, c.RestartCount, c.State.Running != nil))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// expectLiveSecretKept checks, once the spec has put the webhook back,
+// that the Secret deploy/'s webhook runs with on this cluster was never
+// written: the spec works on a Secret of its own namespace.
+func expectLiveSecretKept(ctx context.Context, f *framework.Framework, in *installed) {
+	ginkgo.GinkgoHelper()
+	var ref string
+	for _, a := range in.daemonSet.Spec.Template.Spec.Containers[0].Args {
+		if v, ok := strings.CutPrefix(a, "--self-signed-cert-secret="); ok {
+			ref = v
+		}
+	}
+	namespace, name, ok := strings.Cut(ref, "/")
+	gomega.Expect(ok).To(gomega.BeTrue(), "DaemonSet %s/%s has no --self-signed-cert-secret=namespace/name", in.daemonSet.Namespace, in.daemonSet.Name)
+	api := f.ClientSet.CoreV1().Secrets(namespace)
+	before, err := api.Get(ctx, name, metav1.GetOptions{})
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "the webhook's Secret %s", ref)
+	ginkgo.DeferCleanup(func(ctx context.Context) {
+		after, err := api.Get(ctx, name, metav1.GetOptions{})
+		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "the webhook's Secret %s", ref)
+		gomega.Expect(after.ResourceVersion).To(gomega.Equal(before.ResourceVersion), "the webhook's live Secret %s was written", ref)
+	})
 }
 
 func caBundle(ctx context.Context, f *framework.Framework, name string) []byte {
@@ -232,14 +370,14 @@ func caBundle(ctx context.Context, f *framework.Framework, name string) []byte {
 	return wc.Webhooks[0].ClientConfig.CABundle
 }
 
-// servedCertificate is the certificate the webhook shows a new TLS client
-// now, verified as the API server verifies it: against the caBundle, for
-// the host of its URL.
-func servedCertificate(u *url.URL, bundle []byte) *x509.Certificate {
+// servedCertificate is the certificate the webhook, reached at addr, shows a
+// new TLS client now, verified as the API server verifies it: against the
+// caBundle, for host (webhookServerName).
+func servedCertificate(addr, host string, bundle []byte) *x509.Certificate {
 	ginkgo.GinkgoHelper()
 	pool := x509.NewCertPool()
 	gomega.Expect(pool.AppendCertsFromPEM(bundle)).To(gomega.BeTrue(), "the caBundle holds no certificate")
-	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", u.Host, &tls.Config{RootCAs: pool, ServerName: u.Hostname()})
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{RootCAs: pool, ServerName: host})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "a TLS client trusting the caBundle cannot connect to the webhook")
 	defer conn.Close()
 	return conn.ConnectionState().PeerCertificates[0]
