@@ -375,7 +375,8 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 if [[ -n $KIND_AUDIT_DIR ]]; then
   # A new log per cluster; the policy is the local cluster's (a unit test keeps them equal).
-  rm -rf "$KIND_AUDIT_DIR" && mkdir -p "$KIND_AUDIT_DIR" && KIND_AUDIT_DIR=$(cd "$KIND_AUDIT_DIR" && pwd)
+  mkdir -p "$KIND_AUDIT_DIR" && KIND_AUDIT_DIR=$(cd "$KIND_AUDIT_DIR" && pwd)
+  rm -f "$KIND_AUDIT_DIR/audit.log"
   cp kind-config/audit-policy.yaml "$KIND_AUDIT_DIR/policy.yaml"
 fi
 kind_config >"$ARTIFACTS/kind-config.yaml"
