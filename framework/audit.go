@@ -10,9 +10,32 @@ import (
 	"github.com/onsi/ginkgo/v2"
 )
 
-// AuditedWrites reads the local cluster's audit log of scheduling.k8s.io
-// writes from where it was when the reader was made, so a spec can attribute
-// every Workload and PodGroup write to the component that made it.
+// AuditLogPath is the audit log of the cluster under test: the local
+// cluster's, else --audit-log's on an existing cluster; "" when there is none.
+// Both are written with pkg/localcluster's DefaultAuditPolicy (every
+// Workload and PodGroup write, at Metadata level: user and User-Agent).
+func AuditLogPath() string {
+	if lc := LocalCluster; lc != nil {
+		return lc.AuditLogPath()
+	}
+	return TestContext.AuditLog
+}
+
+// RequireAuditLog returns AuditLogPath, skipping the spec, with the reason,
+// when there is none.
+func RequireAuditLog() string {
+	ginkgo.GinkgoHelper()
+	path := AuditLogPath()
+	if path == "" {
+		ginkgo.Skip("attributes writes to their writer from kube-apiserver's audit log: on an existing cluster give the suite --audit-log " +
+			"(env AUDIT_LOG; make e2e-kind mounts kind's), a file readable here written with the harness's audit policy")
+	}
+	return path
+}
+
+// AuditedWrites reads the audit log of scheduling.k8s.io writes from where
+// it was when the reader was made, so a spec can attribute every Workload
+// and PodGroup write to the component that made it.
 type AuditedWrites struct {
 	path      string
 	namespace string
@@ -21,14 +44,15 @@ type AuditedWrites struct {
 
 // NewAuditedWrites starts reading at the end of the audit log, counting only
 // writes in namespace (other specs' cleanups write elsewhere at any time); it
-// skips the spec when the suite does not own the cluster (no audit log).
+// skips the spec when there is no audit log (RequireAuditLog).
 func NewAuditedWrites(namespace string) *AuditedWrites {
-	c := RequireLocalCluster()
-	st, err := os.Stat(c.AuditLogPath())
+	ginkgo.GinkgoHelper()
+	path := RequireAuditLog()
+	st, err := os.Stat(path)
 	if err != nil {
-		ginkgo.Fail("the local cluster has no audit log: " + err.Error())
+		ginkgo.Fail("reading the audit log: " + err.Error())
 	}
-	return &AuditedWrites{path: c.AuditLogPath(), namespace: namespace, offset: st.Size()}
+	return &AuditedWrites{path: path, namespace: namespace, offset: st.Size()}
 }
 
 // Since returns the writes logged since the reader was made (or last reset),

@@ -80,6 +80,12 @@ type Config struct {
 	// errors_total is read there; empty on an existing cluster skips that
 	// check (the local cluster reads its add-on's own endpoint).
 	ImplementationMetricsURL string
+	// AuditLog is the kube-apiserver audit log of an existing cluster, as a
+	// file this process can read (hack/e2e-kind.sh mounts kind's from the
+	// host), written with pkg/localcluster's DefaultAuditPolicy: the specs
+	// that attribute Workload and PodGroup writes read it (AuditLogPath).
+	// Empty on an existing cluster: those specs skip.
+	AuditLog string
 }
 
 // Timeouts are the bounds of the suite's waits. They are generous defaults
@@ -190,6 +196,7 @@ func RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&TestContext.Timeouts.RetryWindow, "retry-window", envDuration("RETRY_WINDOW", TestContext.Timeouts.RetryWindow), "longest interval between the implementation's retries the suite permits: every \"nothing happens\" window lasts at least this plus 4 x the measured create-to-bound time; raise it if your controllers back off longer (env RETRY_WINDOW)")
 	fs.DurationVar(&TestContext.Timeouts.MaxBound, "max-timeout", envDuration("MAX_TIMEOUT", TestContext.Timeouts.MaxBound), "cap of every Eventually bound after --timeout-scale and calibration; 0: no cap (env MAX_TIMEOUT)")
 	fs.StringVar(&TestContext.Implements, "implements", os.Getenv("IMPLEMENTS"), "an existing cluster: the KEPs the implementation under test implements, KEP-6276, KEP-6277 or both comma-separated; a declared KEP that does not answer the prerequisite check's canary stops the suite, a KEP not declared reports NOT-IMPLEMENTED; empty or auto: found out by the canaries (env IMPLEMENTS)")
+	fs.StringVar(&TestContext.AuditLog, "audit-log", os.Getenv("AUDIT_LOG"), "an existing cluster: kube-apiserver's audit log as a file readable here, written with the harness's audit policy (Metadata level, Workload and PodGroup writes; make e2e-kind mounts kind's); the specs that attribute writes to their writer read it, and skip without it (env AUDIT_LOG)")
 	fs.StringVar(&TestContext.ImplementationMetricsURL, "implementation-metrics-url", os.Getenv("IMPLEMENTATION_METRICS_URL"), "URL of the implementation's controller metrics (Prometheus text), e.g. through kubectl port-forward; S-P9 reads statefulset_workload_creation_errors_total there, and skips that check without it on an existing cluster (env IMPLEMENTATION_METRICS_URL)")
 }
 
@@ -204,7 +211,7 @@ func envDuration(key string, def time.Duration) time.Duration {
 
 // Resolve makes paths absolute and applies the timeout scale; call it once flags are parsed.
 func (c *Config) Resolve() error {
-	for _, p := range []*string{&c.OutputDir, &c.Artifacts, &c.Kubeconfig, &c.Addon} {
+	for _, p := range []*string{&c.OutputDir, &c.Artifacts, &c.Kubeconfig, &c.Addon, &c.AuditLog} {
 		if *p == "" {
 			continue
 		}

@@ -12,7 +12,11 @@
 #      and a route per node instead, see kind_cni), and the kubelet's
 #      failCgroupV1: false where the host has cgroup v1 (kubelets >= 1.35
 #      refuse it otherwise); copy the workers' rack labels to
-#      topology.kubernetes.io/rack;
+#      topology.kubernetes.io/rack; kube-apiserver writes an audit log
+#      (kind-config/audit-policy.yaml, pkg/localcluster's policy: who wrote
+#      each Workload and PodGroup) into $KIND_AUDIT_DIR on this machine
+#      (default $ARTIFACTS/kind-audit, kept with the artifacts; empty: none),
+#      which the suite reads as --audit-log (env AUDIT_LOG);
 #   2. load the reference implementation's image (kind load image-archive);
 #   3. deploy it (kubectl apply -k deploy/) and wait until both DaemonSets are
 #      ready (the webhook is ready once its caBundle is set); install the
@@ -58,6 +62,10 @@ KIND_SKEW_NODE_IMAGE=${KIND_SKEW_NODE_IMAGE:-}
 # `-`, not `:-`: set and empty means the cluster's kubelet gates.
 KIND_SKEW_KUBELET_GATES=${KIND_SKEW_KUBELET_GATES-DRAWorkloadResourceClaims=false,GenericWorkload=false}
 SKEW_TAINT=was-harness.io/kubelet-skew # framework.OldKubelet tolerates a skew node's taints
+# kube-apiserver's audit log: this directory (policy.yaml, audit.log) is
+# mounted into the control-plane node at AUDIT_NODE_DIR; `-`: empty turns it off.
+KIND_AUDIT_DIR=${KIND_AUDIT_DIR-$ARTIFACTS/kind-audit}
+AUDIT_NODE_DIR=/var/lib/was-harness/audit
 KEEP_CLUSTER=${KEEP_CLUSTER:-}
 # E2E_RUNNER=host runs the suite from this machine (hack/e2e.sh); pod runs
 # sonobuoy/run.sh in the suite image as a pod in the cluster, as the Sonobuoy
@@ -161,6 +169,9 @@ cleanup() {
     kill "$metrics_forward" 2>/dev/null || true
     pkill -f "port-forward ds/was-controller-manager $metrics_port:10290" 2>/dev/null || true
   fi
+  # kube-apiserver writes the audit log as root (mode 0600): hand it to the
+  # user who ran this, so the artifacts can be read and removed.
+  [[ -n $KIND_AUDIT_DIR ]] && "$provider" exec "$KIND_CLUSTER_NAME-control-plane" chown -R "$(id -u):$(id -g)" "$AUDIT_NODE_DIR" >/dev/null 2>&1 || true
   log "exporting the cluster's logs to $ARTIFACTS/kind-logs"
   "$KIND" export logs "$ARTIFACTS/kind-logs" --name "$KIND_CLUSTER_NAME" >/dev/null 2>&1 || log "kind export logs failed"
   timed "export logs"
@@ -260,12 +271,16 @@ pod_args() {
 # pod lands there first), its gates given as a kubelet flag (a flag overrides
 # the featureGates of the cluster's KubeletConfiguration, which kubeadm join
 # downloads and a join configuration cannot patch).
+# With KIND_AUDIT_DIR, the control-plane node mounts it at AUDIT_NODE_DIR and
+# a second ClusterConfiguration patch gives kube-apiserver its audit flags and
+# that directory (kind merges extraArgs by name, so the first patch's stay).
 kind_config() {
   local cgroup_v1=
   [[ -f /sys/fs/cgroup/cgroup.controllers ]] || cgroup_v1=1
   awk -v workers="$KIND_WORKERS" -v cgv1="$cgroup_v1" -v nocni="$([[ -z $default_cni ]] && echo 1)" \
     -v nodeimg="$([[ -n $KIND_SKEW_WORKER ]] && echo "$KIND_NODE_IMAGE")" -v skewimg="${KIND_SKEW_WORKER:+$KIND_SKEW_NODE_IMAGE}" \
-    -v skewver="$skew_kubelet" -v skewgates="$KIND_SKEW_KUBELET_GATES" -v taint="$SKEW_TAINT" '
+    -v skewver="$skew_kubelet" -v skewgates="$KIND_SKEW_KUBELET_GATES" -v taint="$SKEW_TAINT" \
+    -v auditdir="$KIND_AUDIT_DIR" -v auditnode="$AUDIT_NODE_DIR" '
     function skew_worker() {
       done_skew = 1
       print "- role: worker"
@@ -300,10 +315,29 @@ kind_config() {
         print "  kind: KubeletConfiguration"
         print "  failCgroupV1: false"
       }
+      if (auditdir) {
+        print "- |"
+        print "  apiVersion: kubeadm.k8s.io/v1beta4"
+        print "  kind: ClusterConfiguration"
+        print "  apiServer:"
+        print "    extraArgs:"
+        print "    - {name: audit-policy-file, value: " auditnode "/policy.yaml}"
+        print "    - {name: audit-log-path, value: " auditnode "/audit.log}"
+        print "    extraVolumes:"
+        print "    - {name: was-audit, hostPath: " auditnode ", mountPath: " auditnode ", pathType: Directory}"
+      }
       next
     }
     /^- role: worker/ { n++; skip = (n > workers) }
-    /^- role: control-plane/ { skip = 0 }
+    /^- role: control-plane/ {
+      skip = 0
+      if (auditdir) {
+        print
+        print "  extraMounts:"
+        print "  - {hostPath: \"" auditdir "\", containerPath: " auditnode "}"
+        next
+      }
+    }
     /^[a-z]/ && !/^nodes:/ && !/^kubeadmConfigPatches:/ { skip = 0 }
     /^  image: / { if (nodeimg && !skip) print "  image: " nodeimg; next }  # else the node image is --image
     !skip { print }
@@ -337,6 +371,12 @@ trap cleanup EXIT
 # A stopped run (Ctrl-C, timeout) still exports the logs, deletes the cluster and stops the engine.
 trap 'exit 130' INT
 trap 'exit 143' TERM
+if [[ -n $KIND_AUDIT_DIR ]]; then
+  # A new log per cluster; the policy is the local cluster's (a unit test keeps them equal).
+  mkdir -p "$KIND_AUDIT_DIR" && KIND_AUDIT_DIR=$(cd "$KIND_AUDIT_DIR" && pwd)
+  rm -f "$KIND_AUDIT_DIR/audit.log"
+  cp kind-config/audit-policy.yaml "$KIND_AUDIT_DIR/policy.yaml"
+fi
 kind_config >"$ARTIFACTS/kind-config.yaml"
 create=("$KIND" create cluster --name "$KIND_CLUSTER_NAME" --config "$ARTIFACTS/kind-config.yaml" --kubeconfig "$KUBECONFIG_FILE" --retain)
 # --image would override every node's image, the skew worker's too: with it, the config names them.
@@ -359,6 +399,16 @@ if [[ -z $default_cni ]]; then
   kind_cni
   kubectl_ wait --for=condition=Ready nodes --all --timeout=5m
   timed "CNI + nodes Ready"
+fi
+if [[ -n $KIND_AUDIT_DIR ]]; then
+  # kube-apiserver creates it at start (mode 0600, its user's): readable here
+  # when this runs as root, or the engine maps root to this user (rootless).
+  if [[ -r $KIND_AUDIT_DIR/audit.log ]]; then
+    export AUDIT_LOG=$KIND_AUDIT_DIR/audit.log
+    log "kube-apiserver's audit log: $AUDIT_LOG (the suite's --audit-log)"
+  else
+    log "WARNING: kube-apiserver's audit log $KIND_AUDIT_DIR/audit.log is not readable here: the specs that attribute writes to their writer will skip"
+  fi
 fi
 for node in $(kubectl_ get nodes -l "$RACK_LABEL" -o name); do
   rack=$(kubectl_ get "$node" -o jsonpath="{.metadata.labels.was-harness\.io/rack}")

@@ -1,6 +1,7 @@
 package kindconfig
 
 import (
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	kubeadmv1beta4 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
 	kindv1alpha4 "sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 	"sigs.k8s.io/yaml"
+
+	"github.com/workload-aware/apps-harness/pkg/localcluster"
 )
 
 // TestE2EKindFailsEarlyWithoutDockerOrKind runs hack/e2e-kind.sh with a PATH
@@ -118,12 +121,12 @@ func fakePath(t *testing.T, docker string, tools ...string) string {
 func kindConfigOf(t *testing.T, env ...string) (*kindv1alpha4.Cluster, string) {
 	t.Helper()
 	script := `set -euo pipefail
-source <(sed -n '/^kind_config() {/,/^}/p' ../hack/e2e-kind.sh)
+source <(sed -n '/^AUDIT_NODE_DIR=/p; /^kind_config() {/,/^}/p' ../hack/e2e-kind.sh)
 kind_config`
 	cmd := exec.Command("bash", "-c", script)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "KIND_CONFIG=was-v1.37.yaml", "KIND_WORKERS=3", "default_cni=",
 		"SKEW_TAINT=was-harness.io/kubelet-skew", "KIND_SKEW_WORKER=", "KIND_NODE_IMAGE=", "KIND_SKEW_NODE_IMAGE=", "skew_kubelet=",
-		"KIND_SKEW_KUBELET_GATES="}, env...)
+		"KIND_SKEW_KUBELET_GATES=", "KIND_AUDIT_DIR="}, env...)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("kind_config: %v\n%s", err, out)
@@ -227,4 +230,87 @@ func applyJSON6902(t *testing.T, doc, patchYAML string) []byte {
 		t.Fatalf("applying %s: %v", patchYAML, err)
 	}
 	return out
+}
+
+// TestKindConfigAuditLog checks the audit log hack/e2e-kind.sh gives kind's
+// kube-apiserver: with KIND_AUDIT_DIR, the control-plane node (only) mounts
+// that directory of this machine, and a second ClusterConfiguration patch
+// (kind merges v1beta4 extraArgs by name, keeping the first patch's gates)
+// gives kube-apiserver the policy and log there, through a hostPath volume
+// at the same path. Without it, nothing of the kind.
+func TestKindConfigAuditLog(t *testing.T) {
+	if _, err := exec.LookPath("awk"); err != nil {
+		t.Skip("no awk")
+	}
+	def, text := kindConfigOf(t)
+	for i, n := range def.Nodes {
+		if len(n.ExtraMounts) > 0 {
+			t.Errorf("KIND_AUDIT_DIR empty: node %d mounts %v:\n%s", i, n.ExtraMounts, text)
+		}
+	}
+	if auditPatch(t, def) != nil {
+		t.Errorf("KIND_AUDIT_DIR empty, yet kube-apiserver gets an audit log:\n%s", text)
+	}
+
+	const dir = "/tmp/with space/kind-audit"
+	c, text := kindConfigOf(t, "KIND_AUDIT_DIR="+dir)
+	var nodeDir string
+	for i, n := range c.Nodes {
+		if n.Role != kindv1alpha4.ControlPlaneRole {
+			if len(n.ExtraMounts) > 0 {
+				t.Errorf("worker %d mounts %v; only kube-apiserver's node needs the audit directory", i, n.ExtraMounts)
+			}
+			continue
+		}
+		if len(n.ExtraMounts) != 1 || n.ExtraMounts[0].HostPath != dir || n.ExtraMounts[0].ContainerPath == "" || n.ExtraMounts[0].Readonly {
+			t.Fatalf("control plane mounts %+v, want %s read-write:\n%s", n.ExtraMounts, dir, text)
+		}
+		nodeDir = n.ExtraMounts[0].ContainerPath
+	}
+	audit := auditPatch(t, c)
+	if audit == nil {
+		t.Fatalf("no ClusterConfiguration patch sets kube-apiserver's audit-log-path:\n%s", text)
+	}
+	want := map[string]string{"audit-policy-file": nodeDir + "/policy.yaml", "audit-log-path": nodeDir + "/audit.log"}
+	if got := args(audit.APIServer.ExtraArgs); !maps.Equal(got, want) {
+		t.Errorf("audit patch: kube-apiserver extraArgs %v, want only %v (kind merges them by name into the gates' patch)", got, want)
+	}
+	if v := audit.APIServer.ExtraVolumes; len(v) != 1 || v[0].HostPath != nodeDir || v[0].MountPath != nodeDir || v[0].ReadOnly {
+		t.Errorf("audit patch: kube-apiserver extraVolumes %+v, want %s of the node read-write at the same path", v, nodeDir)
+	}
+	if audit.ControllerManager.ExtraArgs != nil || audit.Scheduler.ExtraArgs != nil {
+		t.Errorf("audit patch changes more than kube-apiserver: %+v", audit)
+	}
+}
+
+// auditPatch is the ClusterConfiguration patch that sets kube-apiserver's
+// audit-log-path, decoded strictly; nil when there is none.
+func auditPatch(t *testing.T, c *kindv1alpha4.Cluster) *kubeadmv1beta4.ClusterConfiguration {
+	t.Helper()
+	for _, p := range c.KubeadmConfigPatches {
+		cc := &kubeadmv1beta4.ClusterConfiguration{}
+		if err := yaml.Unmarshal([]byte(p), cc); err != nil || cc.Kind != "ClusterConfiguration" {
+			continue
+		}
+		if _, ok := args(cc.APIServer.ExtraArgs)["audit-log-path"]; !ok {
+			continue
+		}
+		if err := yaml.UnmarshalStrict([]byte(p), &kubeadmv1beta4.ClusterConfiguration{}); err != nil {
+			t.Fatalf("the audit patch is no strict kubeadm v1beta4 ClusterConfiguration: %v\n%s", err, p)
+		}
+		return cc
+	}
+	return nil
+}
+
+// TestAuditPolicyIsTheLocalClusters: kind's kube-apiserver audits what the
+// local cluster's does, so a spec reads either log the same way.
+func TestAuditPolicyIsTheLocalClusters(t *testing.T) {
+	data, err := os.ReadFile("audit-policy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(data) != localcluster.DefaultAuditPolicy {
+		t.Errorf("audit-policy.yaml differs from pkg/localcluster's DefaultAuditPolicy:\n%s\nwant:\n%s", data, localcluster.DefaultAuditPolicy)
+	}
 }

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 )
 
 // The components the reconfigure hook receives for the implementation
@@ -131,7 +132,10 @@ const (
 //   - start: back to running them.
 //   - kill: SIGKILL of the controller-manager process that holds the Lease,
 //     wherever it is in its writes, and wait until the kubelet restarted it
-//     (restartCount up, lastState exit 137) and it leads again.
+//     (restartCount up, lastState exit 137) and the controllers lead again:
+//     the Lease renewed after the kill by another identity than the killed
+//     process's (the restarted process, whose identity is new, or another
+//     instance that took the Lease over: a standby).
 func (h *Hook) ControllerAction(ctx context.Context, action string) error {
 	switch action {
 	case ActionStop, ActionStart:
@@ -152,7 +156,7 @@ func (h *Hook) kill(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pod, err := h.leaderPod(ctx, ds.Spec.Selector.MatchLabels)
+	pod, holder, err := h.leaderPod(ctx, ds.Spec.Selector.MatchLabels)
 	if err != nil {
 		return err
 	}
@@ -189,15 +193,47 @@ func (h *Hook) kill(ctx context.Context) error {
 		return fmt.Errorf("waiting %s for the kubelet to restart pod %s after SIGKILL: %w; last seen: %s", h.timeout(), pod.Name, err, last)
 	}
 	h.logf("pod %s restarted after SIGKILL: %s", pod.Name, last)
-	return h.waitLeader(ctx, ds, since)
+	return h.waitTakeover(ctx, holder, since)
 }
 
-// leaderPod is the pod of the controllers that holds the Lease (the only
-// pod, when there is no Lease to read).
-func (h *Hook) leaderPod(ctx context.Context, selector map[string]string) (*corev1.Pod, error) {
+// waitTakeover waits until the Lease is held by another identity than
+// killed, renewed after since: the controllers run again, in the restarted
+// process or in another instance (which need not be a pod of the DaemonSet:
+// a spec may run a standby beside it). Without a Lease there is nothing to
+// wait for.
+func (h *Hook) waitTakeover(ctx context.Context, killed string, since time.Time) error {
+	ns, name, ok := strings.Cut(h.Lease, "/")
+	if !ok {
+		return nil
+	}
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, time.Second, h.timeout(), true, func(ctx context.Context) (bool, error) {
+		l, err := h.Client.CoordinationV1().Leases(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		holder := ptr.Deref(l.Spec.HolderIdentity, "")
+		renewed := l.Spec.RenewTime != nil && !l.Spec.RenewTime.Time.Before(since.Truncate(time.Second))
+		if holder != "" && holder != killed && renewed {
+			h.logf("lease %s taken over by %s", h.Lease, holder)
+			return true, nil
+		}
+		last = fmt.Sprintf("lease holder %q (the killed process: %q; renewed since the kill: %t)", holder, killed, renewed)
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting %s for another identity than the killed %s to hold lease %s: %w; last seen: %s", h.timeout(), killed, h.Lease, err, last)
+	}
+	return nil
+}
+
+// leaderPod is the pod of the controllers that holds the Lease, with the
+// holder's identity (the only pod and "", when there is no Lease to read).
+func (h *Hook) leaderPod(ctx context.Context, selector map[string]string) (*corev1.Pod, string, error) {
 	pods, err := h.Client.CoreV1().Pods(h.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labels.SelectorFromSet(selector).String()})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	holder := ""
 	if ns, name, ok := strings.Cut(h.Lease, "/"); ok {
@@ -207,10 +243,10 @@ func (h *Hook) leaderPod(ctx context.Context, selector map[string]string) (*core
 	}
 	for i, p := range pods.Items {
 		if p.DeletionTimestamp == nil && (strings.HasPrefix(holder, p.Name+"_") || holder == "" && len(pods.Items) == 1) {
-			return &pods.Items[i], nil
+			return &pods.Items[i], holder, nil
 		}
 	}
-	return nil, fmt.Errorf("no pod of daemonset %s/%s holds lease %s (holder %q)", h.Namespace, h.ControllersDaemonSet, h.Lease, holder)
+	return nil, "", fmt.Errorf("no pod of daemonset %s/%s holds lease %s (holder %q)", h.Namespace, h.ControllersDaemonSet, h.Lease, holder)
 }
 
 // Check changes nothing: it sees that this hook can do its job here (the

@@ -18,8 +18,9 @@ import (
 	"github.com/workload-aware/apps-harness/framework"
 )
 
-// Writes are attributed from the apiserver's audit log of the local cluster;
-// against an existing cluster the write-count spec skips (it cannot see who
+// Writes are attributed from the apiserver's audit log (framework.AuditLogPath:
+// the local cluster's, or --audit-log's, which make e2e-kind gives); on an
+// existing cluster without one the write-count spec skips (it cannot see who
 // wrote).
 
 // Benchmark specs measure; they assert only what is deterministic (write

@@ -15,7 +15,9 @@
 #   start  back to its own args; returns once a pod of it holds the Lease;
 #   kill   SIGKILL to the controller-manager that holds the Lease (through
 #          NODE_EXEC and crictl), wherever it is in its writes; returns once
-#          the kubelet restarted it (lastState exit 137) and it leads again;
+#          the kubelet restarted it (lastState exit 137) and the Lease is held
+#          again by another identity (the restarted process, or a standby
+#          that took it over);
 #   check  changes nothing: exit 0 when this hook can work here.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
