@@ -61,7 +61,11 @@ var _ = ginkgo.Describe("Deployment revision history", framework.KEP(6276),
 			rec.Stop()
 			for _, r := range h.revs[:len(h.revs)-1] {
 				if pruned, ok := rec.First("replicasets", func(c framework.Change) bool { return c.UID == string(r.rsUID) && c.Type == watch.Deleted }); ok {
-					ginkgo.AddReportEntry(fmt.Sprintf("revision %d: PodGroup %s", r.n, r.pg.Name), h.deletedHow(r, pruned))
+					how := h.deletedHow(r, pruned)
+					ginkgo.AddReportEntry(fmt.Sprintf("revision %d: PodGroup %s", r.n, r.pg.Name), how)
+					if r.n == 1 { // the undisturbed path: the reading the implementation takes
+						framework.RecordReading("revision 1's PodGroup " + how)
+					}
 				}
 			}
 		})
@@ -115,10 +119,8 @@ func (h *revisions) waitLive(ctx context.Context, helpPods bool) {
 		if err != nil {
 			return "", err
 		}
-		st := d.Status
-		if st.ObservedGeneration < d.Generation || st.UpdatedReplicas != want || st.AvailableReplicas != want || st.Replicas != want {
-			return fmt.Sprintf("rollout: generation %d/%d, replicas %d, updated %d, available %d", st.ObservedGeneration, d.Generation, st.Replicas, st.UpdatedReplicas, st.AvailableReplicas), nil
-		}
+		// The old revision's pods go first (Recreate): help them before
+		// the rollout can progress.
 		var active []appsv1.ReplicaSet
 		for _, rs := range replicaSets(ctx, f, d) {
 			if ptr.Deref(rs.Spec.Replicas, 0) > 0 {
@@ -128,6 +130,10 @@ func (h *revisions) waitLive(ctx context.Context, helpPods bool) {
 					return "", err
 				}
 			}
+		}
+		st := d.Status
+		if st.ObservedGeneration < d.Generation || st.UpdatedReplicas != want || st.AvailableReplicas != want || st.Replicas != want {
+			return fmt.Sprintf("rollout: generation %d/%d, replicas %d, updated %d, available %d", st.ObservedGeneration, d.Generation, st.Replicas, st.UpdatedReplicas, st.AvailableReplicas), nil
 		}
 		if len(active) != 1 || active[0].Status.ReadyReplicas != want {
 			return fmt.Sprintf("%d ReplicaSets with replicas", len(active)), nil
@@ -202,6 +208,11 @@ func (h *revisions) expectOnlyLivePodGroup(ctx context.Context) {
 			}
 			if c := metav1.GetControllerOf(&pg); c != nil {
 				s += " controlled by " + c.Kind + " " + c.Name
+			} else if len(pg.OwnerReferences) > 0 {
+				// What the garbage collector leaves: it drops the pruned
+				// ReplicaSet's reference and keeps the PodGroup for its
+				// other owner, the Workload, which lives.
+				s += " with no controller (its ReplicaSet's reference dropped; kept for its other owners)"
 			}
 			if s != want+" controlled by ReplicaSet "+live.rs.Name {
 				out = append(out, s)
