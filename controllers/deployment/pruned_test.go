@@ -58,14 +58,14 @@ func TestKEP6276PrunedReplicaSetPodGroup(t *testing.T) {
 		}
 	}
 
-	t.Run("controller_reference_to_a_deleted_replicaset", func(t *testing.T) {
+	t.Run("D-I9_controller_reference_to_a_deleted_replicaset", func(t *testing.T) {
 		e, d, missed, live := setup(t)
 		if err := e.r.DeletePrunedPodGroups(e.Ctx, d); err != nil {
 			t.Fatal(err)
 		}
 		expectDeleted(t, e, missed, live)
 	})
-	t.Run("controller_reference_dropped_by_the_collector", func(t *testing.T) {
+	t.Run("D-I9_controller_reference_dropped_by_the_collector", func(t *testing.T) {
 		e, d, missed, live := setup(t)
 		stripped := missed.DeepCopy()
 		var refs []metav1.OwnerReference
@@ -81,14 +81,14 @@ func TestKEP6276PrunedReplicaSetPodGroup(t *testing.T) {
 		}
 		expectDeleted(t, e, missed, live)
 	})
-	t.Run("a_denied_delete_is_returned_for_a_retry", func(t *testing.T) {
+	t.Run("D-I9_a_denied_delete_is_returned_for_a_retry", func(t *testing.T) {
 		e, d, missed, _ := setup(t)
 		e.Fail("delete", "podgroups", apierrors.NewForbidden(schedulingv1beta1.Resource("podgroups"), missed.Name, nil))
 		if err := e.r.DeletePrunedPodGroups(e.Ctx, d); !apierrors.IsForbidden(err) {
 			t.Fatalf("DeletePrunedPodGroups = %v, want the Forbidden error back", err)
 		}
 	})
-	t.Run("nothing_while_every_replicaset_lives", func(t *testing.T) {
+	t.Run("D-I9_nothing_while_every_replicaset_lives", func(t *testing.T) {
 		e := ktNewEnv(t, ktEnvOptions{})
 		d, _, rs := ktGangSetup(t, e)
 		pg, err := e.r.EnsurePodGroup(e.Ctx, rs)
@@ -104,7 +104,7 @@ func TestKEP6276PrunedReplicaSetPodGroup(t *testing.T) {
 			t.Errorf("writes = %v, want none", got)
 		}
 	})
-	t.Run("a_podgroup_without_the_workload_reference_is_not_ours", func(t *testing.T) {
+	t.Run("D-I9_a_podgroup_without_the_workload_reference_is_not_ours", func(t *testing.T) {
 		e, d, missed, _ := setup(t)
 		foreign := missed.DeepCopy()
 		foreign.OwnerReferences = nil
