@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	appslisters "k8s.io/client-go/listers/apps/v1"
 
 	"github.com/workload-aware/apps-harness/controllers/events"
 )
@@ -30,7 +31,11 @@ import (
 // or none at all (the collector has dropped it). A PodGroup that another
 // actor made and this controller discovered carries no such reference, so
 // it is never touched.
-func (r *Reconciler) DeletePrunedPodGroups(ctx context.Context, d *appsv1.Deployment) error {
+//
+// replicaSets is the ReplicaSet cache: a ReplicaSet found there under the
+// PodGroup's owner UID is alive without asking the apiserver, so a sync
+// costs no request unless a ReplicaSet is missing from the cache.
+func (r *Reconciler) DeletePrunedPodGroups(ctx context.Context, d *appsv1.Deployment, replicaSets appslisters.ReplicaSetLister) error {
 	if r.IntentFor(d) == nil || r.scheduling.Ready() != nil {
 		return nil
 	}
@@ -47,7 +52,7 @@ func (r *Reconciler) DeletePrunedPodGroups(ctx context.Context, d *appsv1.Deploy
 		if pg.DeletionTimestamp != nil || !ownedBy(pg, w) {
 			continue
 		}
-		pruned, err := r.replicaSetPruned(ctx, pg)
+		pruned, err := r.replicaSetPruned(ctx, pg, replicaSets)
 		if err != nil || !pruned {
 			errs = append(errs, err)
 			continue
@@ -76,14 +81,18 @@ func ownedBy(pg *schedulingv1beta1.PodGroup, w *schedulingv1beta1.Workload) bool
 	return false
 }
 
-// replicaSetPruned says whether pg's ReplicaSet is gone, asking the
-// apiserver (the informer may not have seen a new ReplicaSet yet).
-func (r *Reconciler) replicaSetPruned(ctx context.Context, pg *schedulingv1beta1.PodGroup) (bool, error) {
+// replicaSetPruned says whether pg's ReplicaSet is gone: one the cache
+// lacks is asked of the apiserver (the informer may not have seen a new
+// ReplicaSet yet).
+func (r *Reconciler) replicaSetPruned(ctx context.Context, pg *schedulingv1beta1.PodGroup, replicaSets appslisters.ReplicaSetLister) (bool, error) {
 	ref := metav1.GetControllerOf(pg)
 	if ref == nil {
 		return true, nil // the collector dropped the reference to a deleted owner
 	}
 	if ref.Kind != "ReplicaSet" || ref.APIVersion != appsv1.SchemeGroupVersion.String() {
+		return false, nil
+	}
+	if cached, err := replicaSets.ReplicaSets(pg.Namespace).Get(ref.Name); err == nil && cached.UID == ref.UID {
 		return false, nil
 	}
 	rs, err := r.replicaSetClient.AppsV1().ReplicaSets(pg.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})

@@ -60,7 +60,7 @@ func TestKEP6276PrunedReplicaSetPodGroup(t *testing.T) {
 
 	t.Run("D-I9_controller_reference_to_a_deleted_replicaset", func(t *testing.T) {
 		e, d, missed, live := setup(t)
-		if err := e.r.DeletePrunedPodGroups(e.Ctx, d); err != nil {
+		if err := e.r.DeletePrunedPodGroups(e.Ctx, d, e.apps.Apps().V1().ReplicaSets().Lister()); err != nil {
 			t.Fatal(err)
 		}
 		expectDeleted(t, e, missed, live)
@@ -76,7 +76,7 @@ func TestKEP6276PrunedReplicaSetPodGroup(t *testing.T) {
 		}
 		stripped.OwnerReferences = refs
 		e.UpdateBehindTheBack(stripped)
-		if err := e.r.DeletePrunedPodGroups(e.Ctx, d); err != nil {
+		if err := e.r.DeletePrunedPodGroups(e.Ctx, d, e.apps.Apps().V1().ReplicaSets().Lister()); err != nil {
 			t.Fatal(err)
 		}
 		expectDeleted(t, e, missed, live)
@@ -84,7 +84,7 @@ func TestKEP6276PrunedReplicaSetPodGroup(t *testing.T) {
 	t.Run("D-I9_a_denied_delete_is_returned_for_a_retry", func(t *testing.T) {
 		e, d, missed, _ := setup(t)
 		e.Fail("delete", "podgroups", apierrors.NewForbidden(schedulingv1beta1.Resource("podgroups"), missed.Name, nil))
-		if err := e.r.DeletePrunedPodGroups(e.Ctx, d); !apierrors.IsForbidden(err) {
+		if err := e.r.DeletePrunedPodGroups(e.Ctx, d, e.apps.Apps().V1().ReplicaSets().Lister()); !apierrors.IsForbidden(err) {
 			t.Fatalf("DeletePrunedPodGroups = %v, want the Forbidden error back", err)
 		}
 	})
@@ -97,11 +97,22 @@ func TestKEP6276PrunedReplicaSetPodGroup(t *testing.T) {
 		}
 		e.WaitPodGroupCached(pg.Name, pg.ResourceVersion)
 		e.Client.ClearActions()
-		if err := e.r.DeletePrunedPodGroups(e.Ctx, d); err != nil {
+		if err := e.r.DeletePrunedPodGroups(e.Ctx, d, e.apps.Apps().V1().ReplicaSets().Lister()); err != nil {
 			t.Fatal(err)
 		}
 		if got := e.SchedulingWrites(); len(got) != 0 {
 			t.Errorf("writes = %v, want none", got)
+		}
+		// With the ReplicaSet in the cache, a sync asks the apiserver nothing.
+		if err := e.apps.Apps().V1().ReplicaSets().Informer().GetIndexer().Add(rs); err != nil {
+			t.Fatal(err)
+		}
+		e.Client.ClearActions()
+		if err := e.r.DeletePrunedPodGroups(e.Ctx, d, e.apps.Apps().V1().ReplicaSets().Lister()); err != nil {
+			t.Fatal(err)
+		}
+		if got := e.Client.Actions(); len(got) != 0 {
+			t.Errorf("requests = %v, want none while the cache has the ReplicaSet", got)
 		}
 	})
 	t.Run("D-I9_a_podgroup_without_the_workload_reference_is_not_ours", func(t *testing.T) {
@@ -109,7 +120,7 @@ func TestKEP6276PrunedReplicaSetPodGroup(t *testing.T) {
 		foreign := missed.DeepCopy()
 		foreign.OwnerReferences = nil
 		e.UpdateBehindTheBack(foreign)
-		if err := e.r.DeletePrunedPodGroups(e.Ctx, d); err != nil {
+		if err := e.r.DeletePrunedPodGroups(e.Ctx, d, e.apps.Apps().V1().ReplicaSets().Lister()); err != nil {
 			t.Fatal(err)
 		}
 		if got := e.SchedulingWrites(); !reflect.DeepEqual(got, []string(nil)) {

@@ -132,7 +132,7 @@ func (w *Workers) syncDeployment(ctx context.Context, key string) error {
 	if _, err = w.r.EnsureWorkload(ctx, d); err == nil {
 		w.r.resumed(d)
 		if d.DeletionTimestamp == nil {
-			err = w.r.DeletePrunedPodGroups(ctx, d)
+			err = w.r.DeletePrunedPodGroups(ctx, d, w.replicaSets)
 		}
 	}
 	return ownerguard.Ignore(err)
