@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,6 +57,8 @@ func NewWorkers(r *Reconciler, deployments, replicaSets cache.SharedIndexInforme
 	_, _ = replicaSets.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    enqueue(w.rsQueue),
 		UpdateFunc: func(_, obj any) { enqueue(w.rsQueue)(obj) },
+		// A pruned ReplicaSet may have left its PodGroup (DeletePrunedPodGroups).
+		DeleteFunc: w.replicaSetDeleted,
 	})
 	sched := r.scheduling.Scheduling()
 	_, _ = sched.Workloads().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -128,8 +131,22 @@ func (w *Workers) syncDeployment(ctx context.Context, key string) error {
 	}
 	if _, err = w.r.EnsureWorkload(ctx, d); err == nil {
 		w.r.resumed(d)
+		if d.DeletionTimestamp == nil {
+			err = w.r.DeletePrunedPodGroups(ctx, d, w.replicaSets)
+		}
 	}
 	return ownerguard.Ignore(err)
+}
+
+// replicaSetDeleted requeues the Deployment of a deleted ReplicaSet.
+func (w *Workers) replicaSetDeleted(obj any) {
+	rs, ok := objcache.Unwrap[*appsv1.ReplicaSet](obj)
+	if !ok {
+		return
+	}
+	if ref := metav1.GetControllerOf(rs); ref != nil && ref.Kind == "Deployment" {
+		w.deployQueue.Add(rs.Namespace + "/" + ref.Name)
+	}
 }
 
 func (w *Workers) syncReplicaSet(ctx context.Context, key string) error {

@@ -114,9 +114,5 @@ func tokenIdentities(ctx context.Context, f *framework.Framework) []identity {
 // can asks the API server whether id may do what attrs say.
 func can(ctx context.Context, f *framework.Framework, id identity, attrs authorizationv1.ResourceAttributes) bool {
 	ginkgo.GinkgoHelper()
-	review, err := f.ClientSet.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
-		Spec: authorizationv1.SubjectAccessReviewSpec{User: id.user, Groups: id.groups, ResourceAttributes: &attrs},
-	}, metav1.CreateOptions{})
-	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "SubjectAccessReview for %s", id)
-	return review.Status.Allowed
+	return framework.Can(ctx, f, framework.Identity{User: id.user, Groups: id.groups}, attrs)
 }
