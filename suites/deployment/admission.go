@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/workload-aware/apps-harness/framework"
+	"github.com/workload-aware/apps-harness/framework/apps"
 	"github.com/workload-aware/apps-harness/framework/builder"
 )
 
@@ -99,8 +100,15 @@ var _ = ginkgo.Describe("Deployment spec.scheduling admission", framework.KEP(62
 			gomega.Expect(stored.SchedulingConstraints).To(gomega.BeNil(), "a rejected change was stored")
 		})
 
-		ginkgo.It("rejects scaling, through spec.replicas and /scale, below an explicit gang.minCount", framework.ID("D-V3"), func(ctx context.Context) {
+		// KEP-6276, Scaling and HPA: "An explicit minCount acts as a floor
+		// for replicas. Since validation rejects replicas < minCount, HPA or
+		// manual scaling cannot reduce replicas below that value." So every
+		// path to spec.replicas is tried: an update, a Scale written back
+		// whole, the HPA's GET-then-UPDATE as its own identity, and kubectl
+		// scale's merge patch.
+		ginkgo.It("rejects scaling, through spec.replicas, /scale, the HPA's update and kubectl's patch, below an explicit gang.minCount", framework.ID("D-V3"), func(ctx context.Context) {
 			d := create(ctx, recreate(f, "floor", 3, "100m").Obj(), gang(ptr.To[int32](3)))
+			a := apps.Deployment(d)
 			// KEP-6276: "validation rejects replicas < minCount".
 			expectRejected(scale(ctx, f, d, 2), rejected, minCountPaths...)
 
@@ -110,6 +118,13 @@ var _ = ginkgo.Describe("Deployment spec.scheduling admission", framework.KEP(62
 			s.ResourceVersion = "" // unconditional: the Deployment controller updates status meanwhile
 			_, err = f.ClientSet.AppsV1().Deployments(f.Namespace).UpdateScale(ctx, d.Name, s, metav1.UpdateOptions{})
 			expectRejected(err, rejected, minCountPaths...)
+
+			ginkgo.By("the HPA's scale update below the floor is rejected")
+			as, err := apps.TryScaleAsHPA(ctx, f, a, 2)
+			ginkgo.GinkgoWriter.Printf("HPA-style scale to 2 as %s: %v\n", as, err)
+			expectRejected(err, rejected, minCountPaths...)
+			ginkgo.By("kubectl scale's patch of /scale below the floor is rejected")
+			expectRejected(apps.TryScalePatch(ctx, f, a, 1), rejected, minCountPaths...)
 
 			ginkgo.By("scaling up, and through /scale at or above the floor, is accepted")
 			gomega.Expect(scale(ctx, f, d, 4)).To(gomega.Succeed())
@@ -122,5 +137,50 @@ var _ = ginkgo.Describe("Deployment spec.scheduling admission", framework.KEP(62
 			got, err := f.ClientSet.AppsV1().Deployments(f.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
 			gomega.Expect(err).NotTo(gomega.HaveOccurred())
 			gomega.Expect(got.Spec.Replicas).To(gomega.HaveValue(gomega.Equal(int32(3))))
+
+			ginkgo.By("the HPA scales up: accepted, and the Workload and PodGroup keep the user's minCount")
+			as, err = apps.TryScaleAsHPA(ctx, f, a, 5)
+			gomega.Expect(err).NotTo(gomega.HaveOccurred(), "the HPA's scale to 5 (as %s), above the floor", as)
+			// KEP-6276: the Workload's "gang minCount reflects the resolved
+			// value (user-set or derived from replicas)".
+			apps.WaitForGang(ctx, f, a, 3, 5)
+		})
+
+		// KEP-6276, Scaling and HPA: "Users who need HPA-driven scaling could
+		// leave minCount unset (gang: {}) so it auto-tracks replicas." and
+		// "Scaling through the /scale subresource updates the Deployment's
+		// desired replica count. For a positive replica count, the
+		// Deployment controller first reconciles the Workload's
+		// PodGroupTemplate so its gang minCount reflects the resolved value
+		// (user-set or derived from replicas)." The ReplicaSet's PodGroup
+		// "inherits its runtime gang minCount from the Workload's
+		// PodGroupTemplate". So a derived minCount is no floor: the HPA may
+		// scale down, and both minCounts follow replicas either way.
+		ginkgo.It("lets the HPA and kubectl scale a gang with a derived minCount down and up through /scale, both minCounts following replicas", framework.ID("D-V3"), func(ctx context.Context) {
+			d := create(ctx, recreate(f, "derived", 3, "100m").Obj(), gang(nil))
+			a := apps.Deployment(d)
+			waitForGangState(ctx, f, d, 3, true)
+
+			ginkgo.By("the HPA scales 3 -> 2: accepted, minCount 2")
+			as, err := apps.TryScaleAsHPA(ctx, f, a, 2)
+			gomega.Expect(err).NotTo(gomega.HaveOccurred(), "the HPA's scale to 2 (as %s): a derived minCount is no floor", as)
+			ginkgo.GinkgoWriter.Printf("HPA-style scale to 2 as %s\n", as)
+			waitForGangState(ctx, f, d, 2, true)
+
+			ginkgo.By("the HPA scales 2 -> 4: accepted, minCount 4")
+			as, err = apps.TryScaleAsHPA(ctx, f, a, 4)
+			gomega.Expect(err).NotTo(gomega.HaveOccurred(), "the HPA's scale to 4 (as %s)", as)
+			waitForGangState(ctx, f, d, 4, true)
+
+			ginkgo.By("kubectl scale 4 -> 1: accepted, minCount 1")
+			gomega.Expect(apps.TryScalePatch(ctx, f, a, 1)).To(gomega.Succeed(), "kubectl scale's patch to 1: a derived minCount is no floor")
+			waitForGangState(ctx, f, d, 1, true)
+
+			// KEP-6276: "When unset, the controller derives minCount from
+			// replicas": the derived value is not the user's, or the next
+			// scale down would meet it as a floor.
+			stored, err := framework.Intent.DeploymentScheduling(ctx, f.Namespace, d.Name)
+			gomega.Expect(err).NotTo(gomega.HaveOccurred())
+			gomega.Expect(stored.ExplicitMinCount()).To(gomega.BeNil(), "the derived minCount was written back to spec.scheduling")
 		})
 	})

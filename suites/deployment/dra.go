@@ -11,6 +11,8 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1alpha3 "k8s.io/api/scheduling/v1alpha3"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -88,7 +90,7 @@ var _ = ginkgo.Describe("Deployments with PodGroup-level ResourceClaims", framew
 				d.Spec.Template.Annotations["was-harness.io/revision"] = "2"
 			})
 			gomega.Expect(err).NotTo(gomega.HaveOccurred(), "changing the pod template")
-			draWaitForRollout(ctx, f, d, 4)
+			draWaitForRollout(ctx, f, d, 4, nil)
 			_, after := draExpectSharedClaim(ctx, f, d, 4)
 			gomega.Expect(after.UID).To(gomega.Equal(claim.UID), "the named claim is the same object")
 			gomega.Expect(after.Status.Allocation.Devices).To(gomega.Equal(claim.Status.Allocation.Devices), "the claim kept its device through the rollout")
@@ -106,6 +108,52 @@ var _ = ginkgo.Describe("Deployments with PodGroup-level ResourceClaims", framew
 				"waiting for the named claim to lose its reservation and allocation once no PodGroup holds it")
 		})
 
+		// KEP-6276: "Named ResourceClaims pin all revisions to the same node
+		// (the node where the device is allocated)." The gang case rolls out
+		// with Recreate (gang needs it), which has a gap the RollingUpdate
+		// above has not: the old revision's PodGroup is deleted at zero
+		// replicas before the new revision's exists, so for a while nothing
+		// holds the claim, and 1.37's ResourceClaim controller may deallocate
+		// it (see above). The pin then means: the claim object lives through
+		// the gap, the new revision's PodGroup holds it, and every new pod
+		// lands on the node of its allocation. Whether the allocation itself
+		// survived the gap is left open and recorded as the reading.
+		ginkgo.It("keeps a gang's new revision on the named claim's allocated node across a Recreate rollout", framework.ID("D-E5"), func(ctx context.Context) {
+			named := framework.ResourceClaim("gpu-named", f.Namespace)
+			_, err := f.ClientSet.ResourceV1().ResourceClaims(f.Namespace).Create(ctx, named, metav1.CreateOptions{})
+			gomega.Expect(err).NotTo(gomega.HaveOccurred(), "creating ResourceClaim %s", named.Name)
+			cfg := draGang(schedulingv1alpha3.WorkloadPodGroupResourceClaim{Name: draEntry, ResourceClaimName: ptr.To(named.Name)})
+			d := create(ctx, builder.Deployment("named-recreate", f.Namespace).Replicas(2).Recreate().
+				Request(corev1.ResourceCPU, "100m").PodTemplate(func(p *builder.PodWrapper) { p.ResourceClaim(draEntry, named.Name, "") }).Obj(), cfg)
+			framework.WaitForPodsRunning(ctx, podsOf(f, d), 2)
+			oldPG, claim := draExpectSharedClaim(ctx, f, d, 2)
+			node := framework.ClaimNode(claim)
+			gomega.Expect(node).NotTo(gomega.BeEmpty(), "the named claim is allocated on one node: %s", framework.StateOf(claim))
+
+			ginkgo.By("a Recreate rollout to a new revision: the claim must outlive the old PodGroup, and the new pods follow it")
+			_, err = framework.Intent.UpdateDeployment(ctx, f.Namespace, d.Name, func(d *appsv1.Deployment, _ **framework.DeploymentScheduling) {
+				if d.Spec.Template.Annotations == nil {
+					d.Spec.Template.Annotations = map[string]string{}
+				}
+				d.Spec.Template.Annotations["was-harness.io/revision"] = "2"
+			})
+			gomega.Expect(err).NotTo(gomega.HaveOccurred(), "changing the pod template")
+			draWaitForRollout(ctx, f, d, 2, claim)
+			// draExpectSharedClaim checks that each pod of the new revision
+			// resolves the entry to the claim and runs on its node.
+			newPG, after := draExpectSharedClaim(ctx, f, d, 2)
+			gomega.Expect(newPG.UID).NotTo(gomega.Equal(oldPG.UID), "the new revision has a PodGroup of its own")
+			gomega.Expect(after.UID).To(gomega.Equal(claim.UID), "the named claim is the same object")
+			now := framework.ClaimNode(after)
+			gomega.Expect(now).NotTo(gomega.BeEmpty(), "the named claim is allocated on one node: %s", framework.StateOf(after))
+			reading := readingClaimKept
+			if now != node || !equality.Semantic.DeepEqual(after.Status.Allocation.Devices, claim.Status.Allocation.Devices) {
+				reading = readingClaimReallocated
+			}
+			ginkgo.GinkgoWriter.Printf("reading taken: %s (allocated on %s before the rollout, on %s after)\n", reading, node, now)
+			framework.RecordReading(reading)
+		})
+
 		ginkgo.It("deletes the old PodGroup and its generated claim when a Recreate rollout takes the old ReplicaSet to zero", framework.ID("D-I6"), func(ctx context.Context) {
 			framework.CreateResourceClaimTemplate(ctx, f, "gpu", 1)
 			d := create(ctx, draTemplateDeployment(f, "rollout", 2).Recreate().Obj(), draGang(draTemplateClaim("gpu")))
@@ -120,7 +168,7 @@ var _ = ginkgo.Describe("Deployments with PodGroup-level ResourceClaims", framew
 				d.Spec.Template.Annotations["was-harness.io/revision"] = "2"
 			})
 			gomega.Expect(err).NotTo(gomega.HaveOccurred(), "changing the pod template")
-			draWaitForRollout(ctx, f, d, 2)
+			draWaitForRollout(ctx, f, d, 2, nil)
 			framework.WaitForClaimGone(ctx, f.ClientSet, f.Namespace, oldClaim.Name, oldClaim.UID)
 			gomega.Eventually(ctx, func(ctx context.Context) []string {
 				return draPodGroupUIDs(ctx, f)
@@ -191,6 +239,12 @@ var _ = ginkgo.Describe("Deployments with PodGroup-level ResourceClaims", framew
 				ginkgo.GinkgoWriter.Printf("gate off: %s; claims %v\n", pods, draClaimStates(claims))
 			})
 	})
+
+// The readings of D-E5's Recreate case (see above), as recorded in the report.
+const (
+	readingClaimKept        = "the named claim kept its allocation through the Recreate gap"
+	readingClaimReallocated = "the named claim was released in the Recreate gap and allocated again; the new revision followed it"
+)
 
 // draGang is a gang intent (minCount from replicas) with claims.
 func draGang(claims ...schedulingv1alpha3.WorkloadPodGroupResourceClaim) *framework.DeploymentScheduling {
@@ -281,14 +335,21 @@ func draExpectSharedClaim(ctx context.Context, f *framework.Framework, d *appsv1
 
 // draWaitForRollout waits until d's rollout is complete: the controller saw
 // the latest generation, want replicas all updated and available, and want
-// pods Running with no old pod left.
-func draWaitForRollout(ctx context.Context, f *framework.Framework, d *appsv1.Deployment, want int32) {
+// pods Running with no old pod left. With named set, it stops at once when
+// that claim is deleted or replaced meanwhile: the pods could then never
+// follow it.
+func draWaitForRollout(ctx context.Context, f *framework.Framework, d *appsv1.Deployment, want int32, named *resourcev1.ResourceClaim) {
 	ginkgo.GinkgoHelper()
 	type rollout struct {
 		Done   bool
 		Detail string
 	}
 	gomega.Eventually(ctx, func(ctx context.Context) (rollout, error) {
+		if named != nil {
+			if gone := draClaimGone(ctx, f, named); gone != "" {
+				return rollout{}, gomega.StopTrying(gone)
+			}
+		}
 		cur, err := f.ClientSet.AppsV1().Deployments(f.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
 		if err != nil {
 			return rollout{}, err
@@ -312,4 +373,21 @@ func draWaitForRollout(ctx context.Context, f *framework.Framework, d *appsv1.De
 		}, nil
 	}).WithTimeout(f.Timeouts.PodsBound).WithPolling(f.Timeouts.Poll).Should(gomega.HaveField("Done", true),
 		"waiting for the rollout of %s to replace all %d pods", d.Name, want)
+}
+
+// draClaimGone says how the named claim c went away (deleted, being
+// deleted, or replaced by another object of its name), or "" if it is there.
+func draClaimGone(ctx context.Context, f *framework.Framework, c *resourcev1.ResourceClaim) string {
+	cur, err := f.ClientSet.ResourceV1().ResourceClaims(c.Namespace).Get(ctx, c.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Sprintf("the named claim %s was deleted during the rollout; it is the user's and pins every revision", c.Name)
+	case err != nil:
+		return "" // a transient read error: the next poll tells
+	case cur.UID != c.UID:
+		return fmt.Sprintf("the named claim %s was replaced during the rollout (UID %s, was %s)", c.Name, cur.UID, c.UID)
+	case cur.DeletionTimestamp != nil:
+		return fmt.Sprintf("the named claim %s is being deleted during the rollout: %s", c.Name, framework.StateOf(cur))
+	}
+	return ""
 }

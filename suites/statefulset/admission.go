@@ -230,6 +230,19 @@ var _ = ginkgo.Describe("StatefulSet spec.scheduling admission", framework.KEP(6
 				})
 				gomega.Expect(err).NotTo(gomega.HaveOccurred())
 				gomega.Expect(warnings).NotTo(gomega.ContainElement(gomega.ContainSubstring("shared-gpu")), "warnings: %q", warnings)
+
+				// A matching entry is one of the same name and source: "Per
+				// KEP-5729, each claim in a replacement Pod is shared only if
+				// its name and claim source exactly match an entry in the
+				// PodGroup. A nonmatching claim is instead reserved for that
+				// Pod (or generated from its template for that Pod)."
+				ginkgo.By("an update that keeps the entry's name but generates it from another template: accepted, with a warning naming the claim")
+				warnings, err = tryUpdate(ctx, f.Namespace, matched.Name, func(u *unstructured.Unstructured) {
+					setTemplateClaims(u, map[string]string{"shared-gpu": "other-gpu"})
+				})
+				gomega.Expect(err).NotTo(gomega.HaveOccurred(), "a pod template update that changes the entry's source must not be rejected")
+				gomega.Expect(warnings).To(gomega.ContainElement(gomega.ContainSubstring("shared-gpu")), "a warning must name the claim whose entry no longer matches; warnings: %q", warnings)
+				logf("warnings on update (same name, other source): %q", warnings)
 			})
 	})
 
