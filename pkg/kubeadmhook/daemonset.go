@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 )
 
 // The implementation runs as DaemonSets (deploy/). Their pristine container
@@ -233,6 +234,25 @@ func (h *Hook) waitCABundle(ctx context.Context) error {
 // "<hostname>_<uuid>" (kube-controller-manager's scheme), and a pod's
 // hostname is its name.
 func (h *Hook) waitLeader(ctx context.Context, ds *appsv1.DaemonSet, since time.Time) error {
+	sel := labels.SelectorFromSet(ds.Spec.Selector.MatchLabels)
+	return h.waitLease(ctx, since, fmt.Sprintf("a pod of %s/%s", ds.Namespace, ds.Name), func(ctx context.Context, holder string) (bool, string, error) {
+		pods, err := h.Client.CoreV1().Pods(ds.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+		if err != nil {
+			return false, "", err
+		}
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil && strings.HasPrefix(holder, p.Name+"_") {
+				return true, "", nil
+			}
+		}
+		return false, "not a current pod", nil
+	})
+}
+
+// waitLease waits until the implementation's Lease is held, renewed after
+// since, by an identity accept takes (what it waits for is who; accept says
+// why not otherwise). Without a Lease there is nothing to wait for.
+func (h *Hook) waitLease(ctx context.Context, since time.Time, who string, accept func(ctx context.Context, holder string) (bool, string, error)) error {
 	if h.Lease == "" {
 		return nil
 	}
@@ -240,7 +260,6 @@ func (h *Hook) waitLeader(ctx context.Context, ds *appsv1.DaemonSet, since time.
 	if !ok {
 		return fmt.Errorf("lease %q: want namespace/name", h.Lease)
 	}
-	sel := labels.SelectorFromSet(ds.Spec.Selector.MatchLabels)
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, time.Second, h.timeout(), true, func(ctx context.Context) (bool, error) {
 		l, err := h.Client.CoordinationV1().Leases(ns).Get(ctx, name, metav1.GetOptions{})
@@ -248,27 +267,24 @@ func (h *Hook) waitLeader(ctx context.Context, ds *appsv1.DaemonSet, since time.
 			last = err.Error()
 			return false, nil
 		}
-		pods, err := h.Client.CoreV1().Pods(ds.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
-		if err != nil {
-			last = err.Error()
-			return false, nil
-		}
-		holder := ""
-		if l.Spec.HolderIdentity != nil {
-			holder = *l.Spec.HolderIdentity
-		}
+		holder := ptr.Deref(l.Spec.HolderIdentity, "")
 		renewed := l.Spec.RenewTime != nil && !l.Spec.RenewTime.Time.Before(since.Truncate(time.Second))
-		for _, p := range pods.Items {
-			if p.DeletionTimestamp == nil && strings.HasPrefix(holder, p.Name+"_") && renewed {
-				h.logf("lease %s held by %s", h.Lease, holder)
-				return true, nil
+		ok, why := false, "no holder"
+		if holder != "" {
+			if ok, why, err = accept(ctx, holder); err != nil {
+				last = err.Error()
+				return false, nil
 			}
 		}
-		last = fmt.Sprintf("lease holder %q (renewed since the change: %t) is not a current pod", holder, renewed)
+		if ok && renewed {
+			h.logf("lease %s held by %s", h.Lease, holder)
+			return true, nil
+		}
+		last = fmt.Sprintf("lease holder %q (renewed since %s: %t) %s", holder, since.Format(time.TimeOnly), renewed, why)
 		return false, nil
 	})
 	if err != nil {
-		return fmt.Errorf("waiting %s for a pod of %s/%s to hold lease %s: %w; last seen: %s", h.timeout(), ds.Namespace, ds.Name, h.Lease, err, last)
+		return fmt.Errorf("waiting %s for %s to hold lease %s: %w; last seen: %s", h.timeout(), who, h.Lease, err, last)
 	}
 	return nil
 }

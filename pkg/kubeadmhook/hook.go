@@ -24,7 +24,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 )
 
 // The components the reconfigure hook receives for the implementation
@@ -199,33 +198,11 @@ func (h *Hook) kill(ctx context.Context) error {
 // waitTakeover waits until the Lease is held by another identity than
 // killed, renewed after since: the controllers run again, in the restarted
 // process or in another instance (which need not be a pod of the DaemonSet:
-// a spec may run a standby beside it). Without a Lease there is nothing to
-// wait for.
+// a spec may run a standby beside it).
 func (h *Hook) waitTakeover(ctx context.Context, killed string, since time.Time) error {
-	ns, name, ok := strings.Cut(h.Lease, "/")
-	if !ok {
-		return nil
-	}
-	var last string
-	err := wait.PollUntilContextTimeout(ctx, time.Second, h.timeout(), true, func(ctx context.Context) (bool, error) {
-		l, err := h.Client.CoordinationV1().Leases(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			last = err.Error()
-			return false, nil
-		}
-		holder := ptr.Deref(l.Spec.HolderIdentity, "")
-		renewed := l.Spec.RenewTime != nil && !l.Spec.RenewTime.Time.Before(since.Truncate(time.Second))
-		if holder != "" && holder != killed && renewed {
-			h.logf("lease %s taken over by %s", h.Lease, holder)
-			return true, nil
-		}
-		last = fmt.Sprintf("lease holder %q (the killed process: %q; renewed since the kill: %t)", holder, killed, renewed)
-		return false, nil
+	return h.waitLease(ctx, since, "another identity than the killed "+killed, func(_ context.Context, holder string) (bool, string, error) {
+		return holder != killed, "is the killed process", nil
 	})
-	if err != nil {
-		return fmt.Errorf("waiting %s for another identity than the killed %s to hold lease %s: %w; last seen: %s", h.timeout(), killed, h.Lease, err, last)
-	}
-	return nil
 }
 
 // leaderPod is the pod of the controllers that holds the Lease, with the
