@@ -155,3 +155,16 @@ func mutatePodTemplate(t *corev1.PodTemplateSpec, fn func(*PodWrapper)) {
 	t.ObjectMeta = p.ObjectMeta
 	t.Spec = p.Spec
 }
+
+// RevisionAnnotation marks a pod template with a revision of the spec's
+// own: changing it changes the template's hash, so a Deployment or
+// StatefulSet rolls out a new revision and nothing else about its pods.
+const RevisionAnnotation = "was-harness.io/revision"
+
+// SetRevision makes t revision rev (see RevisionAnnotation).
+func SetRevision(t *corev1.PodTemplateSpec, rev string) {
+	if t.Annotations == nil {
+		t.Annotations = map[string]string{}
+	}
+	t.Annotations[RevisionAnnotation] = rev
+}

@@ -84,10 +84,7 @@ var _ = ginkgo.Describe("Deployments with PodGroup-level ResourceClaims", framew
 
 			ginkgo.By("rolling out a new revision: its PodGroup shares the claim, so its pods land on " + node)
 			_, err = framework.Intent.UpdateDeployment(ctx, f.Namespace, d.Name, func(d *appsv1.Deployment, _ **framework.DeploymentScheduling) {
-				if d.Spec.Template.Annotations == nil {
-					d.Spec.Template.Annotations = map[string]string{}
-				}
-				d.Spec.Template.Annotations["was-harness.io/revision"] = "2"
+				builder.SetRevision(&d.Spec.Template, "2")
 			})
 			gomega.Expect(err).NotTo(gomega.HaveOccurred(), "changing the pod template")
 			draWaitForRollout(ctx, f, d, 4, nil)
@@ -132,10 +129,7 @@ var _ = ginkgo.Describe("Deployments with PodGroup-level ResourceClaims", framew
 
 			ginkgo.By("a Recreate rollout to a new revision: the claim must outlive the old PodGroup, and the new pods follow it")
 			_, err = framework.Intent.UpdateDeployment(ctx, f.Namespace, d.Name, func(d *appsv1.Deployment, _ **framework.DeploymentScheduling) {
-				if d.Spec.Template.Annotations == nil {
-					d.Spec.Template.Annotations = map[string]string{}
-				}
-				d.Spec.Template.Annotations["was-harness.io/revision"] = "2"
+				builder.SetRevision(&d.Spec.Template, "2")
 			})
 			gomega.Expect(err).NotTo(gomega.HaveOccurred(), "changing the pod template")
 			draWaitForRollout(ctx, f, d, 2, claim)
@@ -162,10 +156,7 @@ var _ = ginkgo.Describe("Deployments with PodGroup-level ResourceClaims", framew
 
 			ginkgo.By("rolling out a new revision")
 			_, err := framework.Intent.UpdateDeployment(ctx, f.Namespace, d.Name, func(d *appsv1.Deployment, _ **framework.DeploymentScheduling) {
-				if d.Spec.Template.Annotations == nil {
-					d.Spec.Template.Annotations = map[string]string{}
-				}
-				d.Spec.Template.Annotations["was-harness.io/revision"] = "2"
+				builder.SetRevision(&d.Spec.Template, "2")
 			})
 			gomega.Expect(err).NotTo(gomega.HaveOccurred(), "changing the pod template")
 			draWaitForRollout(ctx, f, d, 2, nil)

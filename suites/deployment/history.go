@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/workload-aware/apps-harness/framework"
+	"github.com/workload-aware/apps-harness/framework/builder"
 )
 
 // KEP-6276, Notes/Constraints/Caveats: "revisionHistoryLimit retains old
@@ -97,10 +98,7 @@ func (h *revisions) live() revision { return h.revs[len(h.revs)-1] }
 func (h *revisions) rollTo(ctx context.Context, n int, helpPods bool) {
 	ginkgo.GinkgoHelper()
 	_, err := framework.Intent.UpdateDeployment(ctx, h.f.Namespace, h.d.Name, func(d *appsv1.Deployment, _ **framework.DeploymentScheduling) {
-		if d.Spec.Template.Annotations == nil {
-			d.Spec.Template.Annotations = map[string]string{}
-		}
-		d.Spec.Template.Annotations["was-harness.io/revision"] = fmt.Sprint(n)
+		builder.SetRevision(&d.Spec.Template, fmt.Sprint(n))
 	})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "changing the pod template to revision %d", n)
 	h.waitLive(ctx, helpPods)

@@ -77,10 +77,7 @@ var _ = ginkgo.Describe("StatefulSet Workload and PodGroup", framework.KEP(6277)
 
 			ginkgo.By("changing the pod template")
 			_, err := framework.Intent.UpdateStatefulSet(ctx, f.Namespace, set.Name, func(s *appsv1.StatefulSet, _ **framework.StatefulSetScheduling) {
-				if s.Spec.Template.Annotations == nil {
-					s.Spec.Template.Annotations = map[string]string{}
-				}
-				s.Spec.Template.Annotations["was-harness.io/revision"] = "2"
+				builder.SetRevision(&s.Spec.Template, "2")
 			})
 			gomega.Expect(err).NotTo(gomega.HaveOccurred(), "updating the pod template of %s", set.Name)
 			waitForRollout(ctx, f, set, 3)
@@ -90,7 +87,7 @@ var _ = ginkgo.Describe("StatefulSet Workload and PodGroup", framework.KEP(6277)
 			gomega.Expect(err).NotTo(gomega.HaveOccurred())
 			for _, p := range pods {
 				gomega.Expect(p.UID).NotTo(gomega.Equal(before.PodUIDs()[p.Name]), "pod %s was not recreated by the rolling update", p.Name)
-				gomega.Expect(p.Annotations).To(gomega.HaveKeyWithValue("was-harness.io/revision", "2"), "pod %s", p.Name)
+				gomega.Expect(p.Annotations).To(gomega.HaveKeyWithValue(builder.RevisionAnnotation, "2"), "pod %s", p.Name)
 			}
 			apps.ExpectPodsInGroup(ctx, f, apps.StatefulSet(set), apps.OwnerStatefulSet(set), &pg, 3)
 			now := apps.Read(ctx, f, apps.StatefulSet(set))

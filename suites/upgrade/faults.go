@@ -242,10 +242,7 @@ var _ = ginkgo.Describe("Control-plane faults in the middle of a rollout or a sc
 			// replacement created, waiting for it to be Ready, the next one).
 			ginkgo.By("rolling out a new revision and killing the controller at once")
 			_, err := framework.Intent.UpdateStatefulSet(ctx, f.Namespace, s.Name, func(set *appsv1.StatefulSet, _ **framework.StatefulSetScheduling) {
-				if set.Spec.Template.Annotations == nil {
-					set.Spec.Template.Annotations = map[string]string{}
-				}
-				set.Spec.Template.Annotations["was-harness.io/revision"] = "2"
+				builder.SetRevision(&set.Spec.Template, "2")
 			})
 			gomega.Expect(err).NotTo(gomega.HaveOccurred())
 			framework.KillImplementationControllers(ctx)
@@ -268,10 +265,7 @@ var _ = ginkgo.Describe("Control-plane faults in the middle of a rollout or a sc
 func updateDeploymentTemplate(ctx context.Context, f *framework.Framework, a apps.App) {
 	ginkgo.GinkgoHelper()
 	_, err := framework.Intent.UpdateDeployment(ctx, f.Namespace, a.Name, func(d *appsv1.Deployment, _ **framework.DeploymentScheduling) {
-		if d.Spec.Template.Annotations == nil {
-			d.Spec.Template.Annotations = map[string]string{}
-		}
-		d.Spec.Template.Annotations["was-harness.io/revision"] = "2"
+		builder.SetRevision(&d.Spec.Template, "2")
 	})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 }
