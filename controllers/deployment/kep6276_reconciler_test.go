@@ -26,6 +26,18 @@ import (
 // ktGangSetup is a gang Deployment (full intent, replicas 4) in the lister,
 // its Workload in the API and the informer, and a ReplicaSet of it with 3
 // replicas: the template minCount (4) differs from the ReplicaSet's size.
+// ktCachedPodGroup gets or creates rs's PodGroup and waits until the
+// informer cache holds it, as most cases start.
+func ktCachedPodGroup(t *testing.T, e *ktEnv, rs *appsv1.ReplicaSet) *schedulingv1beta1.PodGroup {
+	t.Helper()
+	pg, err := e.r.EnsurePodGroup(e.Ctx, rs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.WaitPodGroupCached(pg.Name, pg.ResourceVersion)
+	return pg
+}
+
 func ktGangSetup(t *testing.T, e *ktEnv) (*appsv1.Deployment, *schedulingv1beta1.Workload, *appsv1.ReplicaSet) {
 	t.Helper()
 	d := ktDeployment(t, "inference-server", ptr.To[int32](4), ktFullIntent())
@@ -305,11 +317,7 @@ func TestKEP6276EnsurePodGroup(t *testing.T) {
 	t.Run("D-U2_existing_podgroup_minCount_follows_the_template", func(t *testing.T) {
 		e := ktNewEnv(t, ktEnvOptions{})
 		d, _, rs := ktGangSetup(t, e)
-		pg, err := e.r.EnsurePodGroup(e.Ctx, rs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.WaitPodGroupCached(pg.Name, pg.ResourceVersion)
+		pg := ktCachedPodGroup(t, e, rs)
 		// Scale the Deployment: its Workload template goes to 6.
 		d = d.DeepCopy()
 		d.Spec.Replicas = ptr.To[int32](6)
@@ -367,11 +375,7 @@ func TestKEP6276ScaleToZero(t *testing.T) {
 	t.Run("D-U3_zero_replicas_deletes_podgroup_and_positive_recreates_it_before_pods", func(t *testing.T) {
 		e := ktNewEnv(t, ktEnvOptions{})
 		d, _, rs := ktGangSetup(t, e)
-		pg, err := e.r.EnsurePodGroup(e.Ctx, rs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.WaitPodGroupCached(pg.Name, pg.ResourceVersion)
+		pg := ktCachedPodGroup(t, e, rs)
 		e.Events()
 		e.Client.ClearActions()
 
@@ -481,11 +485,7 @@ func TestKEP6276ScaleToZero(t *testing.T) {
 	t.Run("D-U3_terminating_podgroup_blocks_pods", func(t *testing.T) {
 		e := ktNewEnv(t, ktEnvOptions{})
 		_, _, rs := ktGangSetup(t, e)
-		pg, err := e.r.EnsurePodGroup(e.Ctx, rs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.WaitPodGroupCached(pg.Name, pg.ResourceVersion)
+		pg := ktCachedPodGroup(t, e, rs)
 		// Scale to zero against an apiserver where the podgroup-protection
 		// finalizer keeps the PodGroup terminating.
 		e.Client.PrependReactor("delete", "podgroups", func(a clienttesting.Action) (bool, runtime.Object, error) {
@@ -611,11 +611,7 @@ func TestKEP6276Idempotency(t *testing.T) {
 	t.Run("D-U5_deleted_podgroup_is_recreated_once_after_a_resync", func(t *testing.T) {
 		e := ktNewEnv(t, ktEnvOptions{})
 		_, _, rs := ktGangSetup(t, e)
-		pg, err := e.r.EnsurePodGroup(e.Ctx, rs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.WaitPodGroupCached(pg.Name, pg.ResourceVersion)
+		pg := ktCachedPodGroup(t, e, rs)
 		if _, err := e.r.EnsurePodGroup(e.Ctx, rs); err != nil {
 			t.Fatal(err)
 		}
@@ -627,11 +623,7 @@ func TestKEP6276Idempotency(t *testing.T) {
 	t.Run("D-U5_deleted_podgroup_is_recreated_once", func(t *testing.T) {
 		e := ktNewEnv(t, ktEnvOptions{})
 		_, _, rs := ktGangSetup(t, e)
-		pg, err := e.r.EnsurePodGroup(e.Ctx, rs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.WaitPodGroupCached(pg.Name, pg.ResourceVersion)
+		pg := ktCachedPodGroup(t, e, rs)
 		ktDeleteAndRecreatePodGroup(t, e, rs, pg)
 	})
 
@@ -940,11 +932,7 @@ func TestKEP6276GateOffAndNoIntent(t *testing.T) {
 	t.Run("D-I8_gate_off_leaves_existing_podgroup_at_zero", func(t *testing.T) {
 		e := ktNewEnv(t, ktEnvOptions{})
 		_, _, rs := ktGangSetup(t, e)
-		pg, err := e.r.EnsurePodGroup(e.Ctx, rs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.WaitPodGroupCached(pg.Name, pg.ResourceVersion)
+		ktCachedPodGroup(t, e, rs)
 		e.gateOn.Store(false) // consulted on every call
 		e.Client.ClearActions()
 		rs.Spec.Replicas = ptr.To[int32](0)

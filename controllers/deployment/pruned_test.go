@@ -91,11 +91,7 @@ func TestKEP6276PrunedReplicaSetPodGroup(t *testing.T) {
 	t.Run("D-I9_nothing_while_every_replicaset_lives", func(t *testing.T) {
 		e := ktNewEnv(t, ktEnvOptions{})
 		d, _, rs := ktGangSetup(t, e)
-		pg, err := e.r.EnsurePodGroup(e.Ctx, rs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.WaitPodGroupCached(pg.Name, pg.ResourceVersion)
+		ktCachedPodGroup(t, e, rs)
 		e.Client.ClearActions()
 		if err := e.r.DeletePrunedPodGroups(e.Ctx, d, e.apps.Apps().V1().ReplicaSets().Lister()); err != nil {
 			t.Fatal(err)
