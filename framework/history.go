@@ -42,6 +42,8 @@ type Change struct {
 	Terminating bool
 	// Ready: a pod Running with its Ready condition True.
 	Ready bool
+	// Replicas is a ReplicaSet's spec.replicas (0 for another resource).
+	Replicas int32
 }
 
 func (c Change) String() string {
@@ -51,6 +53,8 @@ func (c Change) String() string {
 		s += fmt.Sprintf(" minCount=%d", c.MinCount)
 	case "pods":
 		s += fmt.Sprintf(" ready=%t", c.Ready)
+	case "replicasets":
+		s += fmt.Sprintf(" replicas=%d", c.Replicas)
 	}
 	if c.Terminating {
 		s += " terminating"
@@ -188,6 +192,12 @@ func describe(resource string, t watch.EventType, u *unstructured.Unstructured, 
 	case "podgroups":
 		m, _, _ := unstructured.NestedInt64(u.Object, "spec", "schedulingPolicy", "gang", "minCount")
 		c.MinCount = int32(m)
+	case "replicasets":
+		r, found, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
+		if !found {
+			r = 1
+		}
+		c.Replicas = int32(r)
 	case "pods":
 		phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
 		conditions, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")

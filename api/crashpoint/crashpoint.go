@@ -14,6 +14,7 @@ package crashpoint
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -43,7 +44,43 @@ const (
 	StatefulSetBetweenMinCountUpdates Point = "statefulset/between-mincount-updates"
 )
 
-// Known lists every point.
+// Write points are not named steps: AfterWrite(n) is reached right after
+// the n-th object write the process sent for the armed namespace succeeded,
+// whatever that write was. A harness that arms n = 1, 2, ... until a
+// sequence ends without reaching n crashes the controller between every two
+// writes of that sequence, without a hand-picked list (suites/upgrade's
+// crash sweep).
+//
+// A counted write is a POST, PUT, PATCH or DELETE of a namespaced object
+// (/api/v1/namespaces/<ns>/... or /apis/<group>/<version>/namespaces/<ns>/...)
+// answered 2xx, except Events and the status subresource: a status write is a
+// progress report the controllers recompute from scratch on every sync, so
+// a crash after it is the crash before the next object write, and counting
+// it would make the count depend on how fast kubelets report.
+const WritePrefix = "write/"
+
+// AfterWrite is the write point reached after the n-th counted write (n >= 1).
+func AfterWrite(n int) Point { return Point(WritePrefix + strconv.Itoa(n)) }
+
+// WriteOrdinal is n for AfterWrite(n); ok is false for a named point.
+func (p Point) WriteOrdinal() (n int, ok bool) {
+	digits, found := strings.CutPrefix(string(p), WritePrefix)
+	if !found {
+		return 0, false
+	}
+	n, err := strconv.Atoi(digits)
+	if err != nil || n < 1 || strconv.Itoa(n) != digits {
+		return 0, false
+	}
+	return n, true
+}
+
+// Marker is the text a harness finds in the component's log when p was
+// reached: LogPrefix, the point and the space that ends it (so write/1 is
+// not found in a log that reached write/10).
+func Marker(p Point) string { return LogPrefix + string(p) + " " }
+
+// Known lists every named point.
 var Known = []Point{
 	DeploymentAfterWorkloadCreate, DeploymentAfterPodGroupCreate, DeploymentBetweenMinCountUpdates,
 	StatefulSetAfterWorkloadCreate, StatefulSetAfterPodGroupCreate, StatefulSetBetweenMinCountUpdates,
@@ -73,8 +110,8 @@ func Arg(p Point, namespace string) string {
 // arms nothing; an unknown point is an error naming the known ones.
 func ParseArg(value string) (Point, string, error) {
 	point, namespace, _ := strings.Cut(value, "@")
-	if point != "" && !slices.Contains(Known, Point(point)) {
-		return "", "", fmt.Errorf("unknown crash point %q; known: %s", point, strings.Join(knownNames(), ", "))
+	if _, write := Point(point).WriteOrdinal(); point != "" && !write && !slices.Contains(Known, Point(point)) {
+		return "", "", fmt.Errorf("unknown crash point %q; known: %s, or %s<n> (n >= 1: after the n-th object write)", point, strings.Join(knownNames(), ", "), WritePrefix)
 	}
 	return Point(point), namespace, nil
 }

@@ -56,19 +56,25 @@ type Options struct {
 	SetLister    appslisters.StatefulSetLister
 }
 
-// New registers event handlers: a PodGroup update that sets its
-// deletionTimestamp, and the deletion of a managed controller, queue work.
+// New registers event handlers: a terminating PodGroup, seen when it is
+// listed (a restart) or when an update sets its deletionTimestamp, and the
+// deletion of a managed controller, queue work.
 func New(o Options) *Finisher {
 	f := &Finisher{
 		client: o.Client, pods: o.Pods, scheduling: o.Scheduling, replicaSets: o.RSLister, statefulSets: o.SetLister,
 		queue: queue.New("was_podgroup_cascade"),
 	}
+	terminating := func(obj any) {
+		if pg, ok := obj.(*schedulingv1beta1.PodGroup); ok && pg.DeletionTimestamp != nil {
+			f.queue.Add(pg.Namespace + "/" + pg.Name)
+		}
+	}
 	_, _ = o.Scheduling.Scheduling().PodGroups().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(_, obj any) {
-			if pg, ok := obj.(*schedulingv1beta1.PodGroup); ok && pg.DeletionTimestamp != nil {
-				f.queue.Add(pg.Namespace + "/" + pg.Name)
-			}
-		},
+		// A process that crashed between two of its pod deletions finds
+		// the PodGroup already terminating when it lists it again: no
+		// update will come for it (found by the crash sweep, D-E6).
+		AddFunc:    terminating,
+		UpdateFunc: func(_, obj any) { terminating(obj) },
 	})
 	// A deleted controller may have left a terminating PodGroup behind.
 	onDelete := cache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
@@ -112,7 +118,12 @@ func (f *Finisher) Run(ctx context.Context) {
 
 func (f *Finisher) sync(ctx context.Context, key string) error {
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil || f.scheduling.Ready() != nil {
+	if err != nil {
+		return nil
+	}
+	if err := f.scheduling.Ready(); err != nil {
+		// Queued from the first list, before the informers synced: retried,
+		// not dropped, or the PodGroup would wait for an update that never comes.
 		return err
 	}
 	pg, err := f.scheduling.Scheduling().PodGroups().Lister().PodGroups(ns).Get(name)

@@ -5,7 +5,9 @@
 //
 // A point is armed once per process (Arm); when the reconciler reaches it
 // (Reached), the process logs one line and exits at once with ExitCode,
-// leaving the partial state that step wrote.
+// leaving the partial state that step wrote. A write point (write/<n>) is
+// reached by the transport WrapTransport wraps around every client: right
+// after the n-th counted write's answer arrived, before the caller sees it.
 package crashpoint
 
 import (
@@ -41,6 +43,8 @@ var (
 	armed     Point
 	namespace string
 	spec      string
+	// writes counts the counted writes since Arm, for a write point.
+	writes int
 	// exit is replaced by tests.
 	exit = os.Exit
 	// MarkerDir is where a container remembers, across the kubelet's restarts
@@ -78,7 +82,7 @@ func Arm(arg string) error {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	armed, namespace, spec = point, ns, arg
+	armed, namespace, spec, writes = point, ns, arg, 0
 	return nil
 }
 
@@ -90,8 +94,15 @@ func Reached(p Point, ns string) {
 	fire := armed != "" && armed == p && (namespace == "" || namespace == ns)
 	reached := spec
 	mu.Unlock()
-	if !fire {
-		return
+	if fire {
+		exitAt(p, ns, reached, "")
+	}
+}
+
+// exitAt records and logs that p was reached, then exits with ExitCode.
+func exitAt(p Point, ns, reached, what string) {
+	if what != "" {
+		what = ": " + what
 	}
 	if _, err := os.Stat(MarkerDir); err == nil {
 		if err := os.WriteFile(markerFile(), []byte(reached), 0o644); err != nil {
@@ -100,6 +111,6 @@ func Reached(p Point, ns string) {
 	}
 	// klog buffers; flush what came before, then write the marker unbuffered.
 	klog.Flush()
-	fmt.Fprintf(os.Stderr, "%s%s (namespace %s); exiting with status %d as --%s asked\n", crashpoint.LogPrefix, p, ns, ExitCode, crashpoint.Flag)
+	fmt.Fprintf(os.Stderr, "%s(namespace %s)%s; exiting with status %d as --%s asked\n", crashpoint.Marker(p), ns, what, ExitCode, crashpoint.Flag)
 	exit(ExitCode)
 }

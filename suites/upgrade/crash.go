@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
@@ -324,18 +322,11 @@ func probeAnswers(ctx context.Context, f *framework.Framework, a apps.App) ([]st
 
 // waitProcessCrash waits until the armed local process logged the point and exited.
 func waitProcessCrash(ctx context.Context, lc *localcluster.Cluster, armedPID int, point crashpoint.Point) {
-	marker := crashpoint.LogPrefix + string(point)
-	gomega.Eventually(ctx, func() string {
-		data, _ := os.ReadFile(lc.LogPath(framework.ReferenceControllerManager))
-		run := string(data)
-		if i := strings.LastIndex(run, "\n=== "); i >= 0 {
-			run = run[i:] // the armed run only (the log holds every start)
-		}
-		alive := syscall.Kill(armedPID, 0) == nil
-		return fmt.Sprintf("logged %q: %t, pid %d alive: %t", marker, strings.Contains(run, marker), armedPID, alive)
+	gomega.Eventually(ctx, func() bool {
+		_, crashed := localCrashed(lc, armedPID, point)
+		return crashed
 	}).WithTimeout(framework.TestContext.Timeouts.PodsBound).WithPolling(framework.TestContext.Timeouts.Poll).Should(
-		gomega.Equal(fmt.Sprintf("logged %q: true, pid %d alive: false", marker, armedPID)),
-		"waiting for was-controller-manager to crash at %s", point)
+		gomega.BeTrue(), "waiting for was-controller-manager (pid %d) to log %q and exit", armedPID, crashpoint.Marker(point))
 }
 
 // --- the app: a gang Deployment or StatefulSet ---

@@ -77,7 +77,7 @@ func restartCount(p corev1.Pod) int32 {
 // waitCrash waits until one of the pods' containers restarted after exiting
 // with crashpoint.ExitCode, its previous run having logged the point.
 func (r *referencePods) waitCrash(ctx context.Context, point crashpoint.Point) {
-	marker := crashpoint.LogPrefix + string(point)
+	marker := crashpoint.Marker(point)
 	gomega.Eventually(ctx, func(ctx context.Context) (string, error) {
 		pods, err := r.pods(ctx)
 		if err != nil {

@@ -98,7 +98,7 @@ func main() {
 	fs.IntVar(&o.deploymentWorkers, "concurrent-deployment-syncs", 5, "Deployment controller workers")
 	fs.IntVar(&o.replicaSetWorkers, "concurrent-replicaset-syncs", 5, "ReplicaSet controller workers")
 	fs.IntVar(&o.statefulSetWorkers, "concurrent-statefulset-syncs", 5, "StatefulSet controller workers")
-	fs.StringVar(&o.crashAfter, "crash-after", "", fmt.Sprintf("testing only: exit with status %d right after this step, as \"<point>\" or \"<point>@<namespace>\"; points: %v", crashpoint.ExitCode, crashpoint.Known))
+	fs.StringVar(&o.crashAfter, "crash-after", "", fmt.Sprintf("testing only: exit with status %d right after this step, as \"<point>\" or \"<point>@<namespace>\"; points: %v, or write/<n> (after the n-th object write in the namespace)", crashpoint.ExitCode, crashpoint.Known))
 	componentbaseoptions.BindLeaderElectionFlags(&o.leaderElection, fs) // only the controllers are elected; the webhook serves on every replica
 	selfSigned.addFlags(fs)                                             // selfsigned.go: the webhook's certificate without cert-manager (deploy/)
 	utilfeature.DefaultMutableFeatureGate.AddFlag(fs)
@@ -209,6 +209,7 @@ func clients(o options, identity string) (*rest.Config, kubernetes.Interface, er
 	}
 	cfg.QPS, cfg.Burst = 50, 100
 	cfg.Wrap(tagUserAgent(identity))
+	cfg.Wrap(crashpoint.WrapTransport) // counts writes for a --crash-after=write/<n>; a no-op otherwise
 	root, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, nil, err
@@ -301,6 +302,7 @@ func startControllers(ctx context.Context, o options, cfg *rest.Config, root kub
 	// identity may only read these three and request their tokens).
 	anonymous := rest.AnonymousClientConfig(cfg)
 	anonymous.Wrap(tagUserAgent(identity))
+	anonymous.Wrap(crashpoint.WrapTransport)
 	builder := clientbuilder.NewDynamicClientBuilder(anonymous, root.CoreV1(), "kube-system")
 	clientFor := func(name string) (kubernetes.Interface, error) {
 		if !o.useSACredentials {
