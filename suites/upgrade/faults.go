@@ -70,12 +70,12 @@ var _ = ginkgo.Describe("Control-plane faults in the middle of a rollout or a sc
 			dups.ExpectNone()
 		}
 
-		ginkgo.It("scales a gang StatefulSet from 2 to 6 through a kube-apiserver restart, keeping pods 0 and 1", func(ctx context.Context) {
+		ginkgo.It("scales a gang StatefulSet from 2 to 6 through a kube-apiserver restart, keeping pods 0 and 1", framework.ID("S-P10"), framework.KEP(6277), func(ctx context.Context) {
 			framework.RequireFaults(ctx, framework.FaultRestart)
 			scaleThrough(ctx, apps.StatefulSet(createStatefulSet(ctx, f, "grow", 2, true, gangStatefulSet())), 2, 6, localcluster.APIServer)
 		})
 
-		ginkgo.It("scales a gang Deployment from 3 to 6 through an etcd restart, keeping the running pods", func(ctx context.Context) {
+		ginkgo.It("scales a gang Deployment from 3 to 6 through an etcd restart, keeping the running pods", framework.ID("D-P7"), framework.KEP(6276), func(ctx context.Context) {
 			framework.RequireFaults(ctx, framework.FaultRestart)
 			scaleThrough(ctx, apps.Deployment(createDeployment(ctx, f, "scale", 3, gangDeployment())), 3, 6, localcluster.Etcd)
 		})
@@ -83,7 +83,7 @@ var _ = ginkgo.Describe("Control-plane faults in the middle of a rollout or a sc
 		// The control-plane node restarts (its machine, or on kind its
 		// container): etcd, kube-apiserver, kube-controller-manager,
 		// kube-scheduler and the implementation beside them go down together.
-		ginkgo.It("scales a gang Deployment and a gang StatefulSet through a restart of the whole control plane (etcd, kube-apiserver and all beside them at once), keeping the running pods", func(ctx context.Context) {
+		ginkgo.It("scales a gang Deployment and a gang StatefulSet through a restart of the whole control plane (etcd, kube-apiserver and all beside them at once), keeping the running pods", framework.ID("D-P7", "S-P10"), framework.KEP(6276), framework.KEP(6277), func(ctx context.Context) {
 			framework.RequireFaults(ctx, framework.FaultRestart)
 			dups := framework.WatchForDuplicates(ctx, f.ClientSet, f.Namespace)
 			d := apps.Deployment(createDeployment(ctx, f, "cp-deploy", 2, gangDeployment()))
