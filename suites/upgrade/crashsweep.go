@@ -317,33 +317,59 @@ func localCrashed(lc *localcluster.Cluster, pid int, point crashpoint.Point) (ru
 type observedKill struct {
 	n       int
 	history *framework.WriteHistory
+	// before is what the objects were when the watch started: a minCount
+	// or replicas change is a write only against what it was.
+	before []framework.Change
 }
 
 func killAtObservedWrite(ctx context.Context, f *framework.Framework, n int) *observedKill {
-	return &observedKill{n: n, history: framework.RecordWrites(ctx, f.Namespace,
+	k := &observedKill{n: n, history: framework.RecordWrites(ctx, f.Namespace,
 		framework.WorkloadsResource, framework.PodGroupsResource, framework.ReplicaSetsResource, framework.PodsResource)}
+	ns := f.Namespace
+	workloads, err := f.ClientSet.SchedulingV1beta1().Workloads(ns).List(ctx, metav1.ListOptions{})
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "listing Workloads")
+	for _, w := range workloads.Items {
+		k.before = append(k.before, framework.Change{Resource: "workloads", UID: string(w.UID), MinCount: framework.WorkloadMinCount(&w)})
+	}
+	podGroups, err := f.ClientSet.SchedulingV1beta1().PodGroups(ns).List(ctx, metav1.ListOptions{})
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "listing PodGroups")
+	for _, pg := range podGroups.Items {
+		k.before = append(k.before, framework.Change{Resource: "podgroups", UID: string(pg.UID), MinCount: framework.PodGroupMinCount(&pg)})
+	}
+	replicaSets, err := f.ClientSet.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "listing ReplicaSets")
+	for _, rs := range replicaSets.Items {
+		k.before = append(k.before, framework.Change{Resource: "replicasets", UID: string(rs.UID), Replicas: ptr.Deref(rs.Spec.Replicas, 1)})
+	}
+	return k
 }
 
-func (k *observedKill) reached(context.Context) bool {
-	return len(observedWrites(k.history.Sorted())) >= k.n
+func (k *observedKill) observed() []framework.Change {
+	return observedWrites(k.before, k.history.Sorted())
 }
+
+func (k *observedKill) reached(context.Context) bool { return len(k.observed()) >= k.n }
 
 func (k *observedKill) crash(ctx context.Context) string {
-	nth := observedWrites(k.history.Sorted())[k.n-1]
+	nth := k.observed()[k.n-1]
 	framework.KillImplementationControllers(ctx)
-	return fmt.Sprintf("killed after observing write %d, %s; %d writes observed when the kill returned", k.n, nth, len(observedWrites(k.history.Sorted())))
+	return fmt.Sprintf("killed after observing write %d, %s; %d writes observed when the kill returned", k.n, nth, len(k.observed()))
 }
 
 func (k *observedKill) recover(context.Context) { k.history.Stop() }
 
 // observedWrites are the writes a watch can attribute to the controllers: a
 // creation, the first deletion of an object, a Workload's or PodGroup's
-// minCount change and a ReplicaSet's replicas change. Other writes (a pod's
-// status, the kubelet's; annotations) are not counted, so the n-th write
-// observed may come later than the n-th write sent.
-func observedWrites(changes []framework.Change) []framework.Change {
+// minCount change and a ReplicaSet's replicas change, against before (the
+// objects when the watch started) and the changes seen since. Other writes
+// (a pod's status, the kubelet's; annotations) are not counted, so the n-th
+// write observed may come later than the n-th write sent.
+func observedWrites(before, changes []framework.Change) []framework.Change {
 	var out []framework.Change
 	last := map[string]framework.Change{}
+	for _, c := range before {
+		last[c.UID] = c
+	}
 	gone := map[string]bool{}
 	for _, c := range changes {
 		before, seen := last[c.UID]

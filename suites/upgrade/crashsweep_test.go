@@ -48,12 +48,28 @@ func TestObservedWritesCountWhatAControllerWrites(t *testing.T) {
 		{Resource: "podgroups", Type: watch.Modified, UID: "pg", Terminating: true}, // counted
 		{Resource: "podgroups", Type: watch.Deleted, UID: "pg", Terminating: true},  // the same deletion
 	}
-	got := observedWrites(changes)
+	got := observedWrites(nil, changes)
 	var uids []string
 	for _, c := range got {
 		uids = append(uids, c.UID)
 	}
 	if want := []string{"w", "rs", "pg", "p1", "w", "rs", "pg"}; !slices.Equal(uids, want) {
 		t.Errorf("observed writes of %v = %v, want %v", changes, uids, want)
+	}
+}
+
+// An object that existed before the watch: its first change is judged
+// against what it was, so a minCount change counts and a status write not.
+func TestObservedWritesJudgeAnObjectFromBeforeTheWatch(t *testing.T) {
+	before := []framework.Change{
+		{Resource: "workloads", UID: "w", MinCount: 2},
+		{Resource: "replicasets", UID: "rs", Replicas: 2},
+	}
+	changes := []framework.Change{
+		{Resource: "replicasets", Type: watch.Modified, UID: "rs", Replicas: 2}, // status only
+		{Resource: "workloads", Type: watch.Modified, UID: "w", MinCount: 3},    // counted
+	}
+	if got := observedWrites(before, changes); len(got) != 1 || got[0].UID != "w" {
+		t.Errorf("observed writes = %v, want the Workload's minCount change only", got)
 	}
 }
