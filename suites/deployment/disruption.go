@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 
 	"github.com/workload-aware/apps-harness/framework"
 	"github.com/workload-aware/apps-harness/framework/apps"
@@ -127,7 +128,7 @@ func (b *budget) create(ctx context.Context, d *appsv1.Deployment, minAvailable 
 		ObjectMeta: metav1.ObjectMeta{Name: b.name, Namespace: b.f.Namespace},
 		Spec: policyv1.PodDisruptionBudgetSpec{
 			Selector:     d.Spec.Selector.DeepCopy(),
-			MinAvailable: ptrIntOrString(minAvailable),
+			MinAvailable: ptr.To(intstr.FromInt32(minAvailable)),
 		},
 	}
 	_, err := b.f.ClientSet.PolicyV1().PodDisruptionBudgets(b.f.Namespace).Create(ctx, pdb, metav1.CreateOptions{})
@@ -142,7 +143,7 @@ func (b *budget) setMinAvailable(ctx context.Context, minAvailable int32) {
 		if err != nil {
 			return err
 		}
-		pdb.Spec.MinAvailable = ptrIntOrString(minAvailable)
+		pdb.Spec.MinAvailable = ptr.To(intstr.FromInt32(minAvailable))
 		_, err = pdbs.Update(ctx, pdb, metav1.UpdateOptions{})
 		return err
 	})
@@ -215,11 +216,6 @@ func (b *budget) warnings(ctx context.Context) string {
 		out = append(out, fmt.Sprintf("  %s %s/%s: %s (x%d)", e.Reason, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Message, e.Count))
 	}
 	return strings.Join(out, "\n")
-}
-
-func ptrIntOrString(n int32) *intstr.IntOrString {
-	v := intstr.FromInt32(n)
-	return &v
 }
 
 // podNames lists the names of s's pods.
