@@ -544,7 +544,7 @@ func (a *sweepApp) finalState(ctx context.Context, n int32, gone bool) (sweepSna
 	}
 	s.finalRevision = revision
 	for _, p := range st.Pods {
-		if p.Group != s.finalGroup {
+		if len(live) == 1 && p.Group != s.finalGroup {
 			errs = append(errs, fmt.Errorf("pod %s is in PodGroup %q, want %q", p.Name, p.Group, s.finalGroup))
 		}
 		if s.revision[p.Name] != revision {
