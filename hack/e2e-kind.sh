@@ -475,7 +475,7 @@ else
     # seen in the pod's status (exit 86, restartCount).
     export CRASH_MODE=${CRASH_MODE:-crashpoint}
     # A full run proves every id or names why not (ALLOW_SKIP).
-    # It takes far longer than make e2e's 40 minutes: each kube-apiserver
+    # It takes far longer than make e2e's 60 minutes: each kube-apiserver
     # restart on kind costs about 70 s each way (measured), a webhook
     # rollout 5-10 s; the Serial part ran at about a spec a minute (155
     # specs; the first whole run, 156 specs, took 83 min on 2 cores).

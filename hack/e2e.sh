@@ -32,7 +32,9 @@ fi
 # `make test e2e` is one run). UNIT_JSON=file reads that file regardless.
 RUN_STARTED=${RUN_STARTED:-$(date -u +%Y-%m-%dT%H:%M:%SZ)}
 UNIT_JSON=${UNIT_JSON:-}
-GINKGO_TIMEOUT=${GINKGO_TIMEOUT:-40m}
+# 60 min: the whole suite takes about 30 min on 2 cores (the crash sweep 9 of
+# them); twice that is a hang, not a slow machine.
+GINKGO_TIMEOUT=${GINKGO_TIMEOUT:-60m}
 # The report's statuses that fail the run (testplan-report --fail-on), and
 # the ids allowed not to pass, with reasons the report keeps (ALLOW_SKIP=
 # "ID=reason; ..."; read by testplan-report from the environment).
