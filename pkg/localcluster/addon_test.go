@@ -219,3 +219,18 @@ func TestAddonServingAndClientCertificatesAreApart(t *testing.T) {
 		t.Errorf("addon-hook's kubeconfig users %v, want its User %q", slices.Collect(maps.Keys(kc.AuthInfos)), "addon")
 	}
 }
+
+// SecureURL must name the port kube-scheduler and kube-controller-manager are
+// started with (--secure-port), where the suite reads their /metrics.
+func TestSecureURLIsTheSecurePortOfTheirFlags(t *testing.T) {
+	c := testClusterWithAddon(t)
+	for _, name := range []Component{Scheduler, ControllerManager} {
+		url, err := c.SecureURL(name)
+		if want := "https://127.0.0.1:" + flagValue(argsOf(t, c, name), "secure-port"); err != nil || url != want {
+			t.Errorf("SecureURL(%s) = %q, %v; want %q", name, url, err, want)
+		}
+	}
+	if _, err := c.SecureURL(APIServer); err == nil {
+		t.Error("SecureURL(kube-apiserver) succeeded: only kube-controller-manager and kube-scheduler serve there")
+	}
+}
