@@ -30,7 +30,7 @@ const schedulerMetricsHint = "give the suite --scheduler-metrics-url (env SCHEDU
 	"kube-scheduler's /metrics as this machine reaches it, e.g. https://<control-plane>:10259/metrics " +
 	"(read with the suite's credentials, which kube-scheduler must authorize for GET /metrics) or " +
 	"http://127.0.0.1:PORT/metrics of a kubectl port-forward that adds them; " +
-	"for a `make cluster-up` cluster, https://127.0.0.1:<its kube-scheduler port>/metrics"
+	"for a `make cluster-up` cluster, https://127.0.0.1:<kube-scheduler's port, as `make cluster-status` shows it>/metrics"
 
 // kubeadmSchedulerSelector labels kube-scheduler's static pod on a kubeadm
 // cluster (kind's too).
