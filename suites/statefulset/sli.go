@@ -89,7 +89,12 @@ func expectAttempt(ctx context.Context, f *framework.Framework, sched *framework
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	gomega.Expect(pods).NotTo(gomega.BeEmpty())
 	labels := map[string]string{"result": result, "profile": pods[0].Spec.SchedulerName}
-	logf("PodGroup %s (Workload %s, owners %v): waiting for %s%v to rise", pg.Name, w.Name, pg.OwnerReferences, podGroupAttempts, labels)
+	var owners []string
+	for _, o := range pg.OwnerReferences {
+		owners = append(owners, o.Kind+"/"+o.Name)
+	}
+	series := fmt.Sprintf("{profile=%q,result=%q}", labels["profile"], result)
+	logf("PodGroup %s (Workload %s, owners %v): waiting for %s%s to rise", pg.Name, w.Name, owners, podGroupAttempts, series)
 
 	var now framework.Scrape
 	rise := func(ctx context.Context) error {
@@ -100,10 +105,11 @@ func expectAttempt(ctx context.Context, f *framework.Framework, sched *framework
 		attempts := now.Counter(podGroupAttempts, labels) - before.Counter(podGroupAttempts, labels)
 		observed := now.HistogramCount(podGroupDuration, labels) - before.HistogramCount(podGroupDuration, labels)
 		if attempts < 1 || observed < 1 {
-			return fmt.Errorf("since StatefulSet %s was created, %s%v rose by %v and %s_count by %v (want >= 1 each)",
-				set.Name, podGroupAttempts, labels, attempts, podGroupDuration, observed)
+			return fmt.Errorf("since StatefulSet %s was created, %s%s rose by %v and %s_count%s by %v (want >= 1 each)",
+				set.Name, podGroupAttempts, series, attempts, podGroupDuration, series, observed)
 		}
-		logf("%s%v rose by %v, %s_count by %v", podGroupAttempts, labels, attempts, podGroupDuration, observed)
+		logf("%s%s rose by %v, %s_count%s by %v; all series now: %v; %v", podGroupAttempts, series, attempts, podGroupDuration, series, observed,
+			now.Series(podGroupAttempts), now.Series(podGroupDuration))
 		return nil
 	}
 	gomega.Eventually(ctx, rise).WithTimeout(f.Timeouts.PodsBound).WithPolling(f.Timeouts.Poll).Should(gomega.Succeed(),
