@@ -67,7 +67,13 @@ func ReachSchedulerMetrics(ctx context.Context) *SchedulerMetrics {
 		}
 		ginkgo.Skip(err.Error())
 	}
-	if _, err := s.Read(ctx); err != nil {
+	// A kube-scheduler just (re)started answers 403 to everyone until its
+	// delegated authentication has loaded the client CA: wait that out.
+	deadline := time.Now().Add(TestContext.Timeouts.Namespace)
+	for _, err = s.Read(ctx); err != nil && time.Now().Before(deadline) && ctx.Err() == nil; _, err = s.Read(ctx) {
+		time.Sleep(TestContext.Timeouts.Poll)
+	}
+	if err != nil {
 		msg := fmt.Sprintf("reading kube-scheduler's metrics at %s: %v", s.Where, err)
 		if found {
 			ginkgo.Fail(msg)
