@@ -80,6 +80,11 @@ type Config struct {
 	// errors_total is read there; empty on an existing cluster skips that
 	// check (the local cluster reads its add-on's own endpoint).
 	ImplementationMetricsURL string
+	// SchedulerMetricsURL is where kube-scheduler serves its Prometheus
+	// metrics (http, or https read with the suite's credentials). Empty: the
+	// local cluster's scheduler, else kube-system's pods labelled
+	// component=kube-scheduler (kubeadm's) through a port-forward.
+	SchedulerMetricsURL string
 	// AuditLog is the kube-apiserver audit log of an existing cluster, as a
 	// file this process can read (hack/e2e-kind.sh mounts kind's from the
 	// host), written with pkg/localcluster's DefaultAuditPolicy: the specs
@@ -198,6 +203,7 @@ func RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&TestContext.Implements, "implements", os.Getenv("IMPLEMENTS"), "an existing cluster: the KEPs the implementation under test implements, KEP-6276, KEP-6277 or both comma-separated; a declared KEP that does not answer the prerequisite check's canary stops the suite, a KEP not declared reports NOT-IMPLEMENTED; empty or auto: found out by the canaries (env IMPLEMENTS)")
 	fs.StringVar(&TestContext.AuditLog, "audit-log", os.Getenv("AUDIT_LOG"), "an existing cluster: kube-apiserver's audit log as a file readable here, written with the harness's audit policy (Metadata level, Workload and PodGroup writes; make e2e-kind mounts kind's); the specs that attribute writes to their writer read it, and skip without it (env AUDIT_LOG)")
 	fs.StringVar(&TestContext.ImplementationMetricsURL, "implementation-metrics-url", os.Getenv("IMPLEMENTATION_METRICS_URL"), "URL of the implementation's controller metrics (Prometheus text), e.g. through kubectl port-forward; S-P9 reads statefulset_workload_creation_errors_total there, and skips that check without it on an existing cluster (env IMPLEMENTATION_METRICS_URL)")
+	fs.StringVar(&TestContext.SchedulerMetricsURL, "scheduler-metrics-url", os.Getenv("SCHEDULER_METRICS_URL"), "URL of kube-scheduler's metrics (Prometheus text; https is read with the suite's credentials, the serving certificate unverified); S-I19 reads scheduler_podgroup_schedule_attempts_total there; empty: kube-system's pods labelled component=kube-scheduler through a port-forward to --secure-port (default 10259), and the spec skips where there are none (env SCHEDULER_METRICS_URL)")
 }
 
 // envDuration is the duration in the environment variable key, or def when

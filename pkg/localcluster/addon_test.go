@@ -3,6 +3,7 @@ package localcluster
 import (
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"maps"
 	"net"
@@ -217,5 +218,39 @@ func TestAddonServingAndClientCertificatesAreApart(t *testing.T) {
 	}
 	if _, ok := kc.AuthInfos["addon"]; !ok {
 		t.Errorf("addon-hook's kubeconfig users %v, want its User %q", slices.Collect(maps.Keys(kc.AuthInfos)), "addon")
+	}
+}
+
+// SecureURL must name the port kube-scheduler and kube-controller-manager are
+// started with (--secure-port), where the suite reads their /metrics.
+func TestSecureURLIsTheSecurePortOfTheirFlags(t *testing.T) {
+	c := testClusterWithAddon(t)
+	for _, name := range []Component{Scheduler, ControllerManager} {
+		url, err := c.SecureURL(name)
+		if want := "https://127.0.0.1:" + flagValue(argsOf(t, c, name), "secure-port"); err != nil || url != want {
+			t.Errorf("SecureURL(%s) = %q, %v; want %q", name, url, err, want)
+		}
+	}
+	if _, err := c.SecureURL(APIServer); err == nil {
+		t.Error("SecureURL(kube-apiserver) succeeded: only kube-controller-manager and kube-scheduler serve there")
+	}
+}
+
+// Status names each component's port: a vendor-mode run on a `make
+// cluster-up` cluster gives the suite kube-scheduler's metrics URL from it.
+func TestStatusNamesEachComponentsPort(t *testing.T) {
+	dir := t.TempDir()
+	st := state{Kubeconfig: "kc", Ports: map[Component]int{Scheduler: 10259},
+		Components: []stateComponent{{Name: Scheduler, PID: 0, Log: "s.log"}, {Name: Etcd, Log: "e.log"}}}
+	data, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(newPaths(dir).state(), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := Status(dir)
+	if err != nil || !strings.Contains(out, "port 10259") || !strings.Contains(out, "port -") {
+		t.Errorf("Status() = %q, %v; want kube-scheduler's port 10259 and etcd's unknown", out, err)
 	}
 }

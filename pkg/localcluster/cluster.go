@@ -113,6 +113,17 @@ func (c *Cluster) MetricsURL(name Component) (string, error) {
 	return fmt.Sprintf("http://%s:%d%s", loopback, c.ports.of(name), ac.MetricsPath), nil
 }
 
+// SecureURL returns the HTTPS address (no path) where kube-controller-manager
+// or kube-scheduler serves /healthz and /metrics on loopback, with a
+// self-signed certificate; /metrics there needs a client the apiserver
+// authenticates and authorizes (the admin kubeconfig's).
+func (c *Cluster) SecureURL(name Component) (string, error) {
+	if name != ControllerManager && name != Scheduler {
+		return "", fmt.Errorf("SecureURL: %s is not kube-controller-manager or kube-scheduler", name)
+	}
+	return fmt.Sprintf("https://%s:%d", loopback, c.ports.of(name)), nil
+}
+
 // LogDir holds every component's log.
 func (c *Cluster) LogDir() string { return c.paths.logs }
 

@@ -166,7 +166,13 @@ func Status(workDir string) (string, error) {
 		if pidRuns(sc.PID, sc.Binary) {
 			status = "running"
 		}
-		fmt.Fprintf(&b, "%-24s pid %-7d %-8s log %s\n", sc.Name, sc.PID, status, sc.Log)
+		// The port: where a spec given a component's URL reaches it (e.g.
+		// kube-scheduler's https /metrics, --scheduler-metrics-url).
+		port := "-"
+		if p := st.Ports[sc.Name]; p != 0 {
+			port = fmt.Sprint(p)
+		}
+		fmt.Fprintf(&b, "%-24s pid %-7d %-8s port %-5s log %s\n", sc.Name, sc.PID, status, port, sc.Log)
 	}
 	return b.String(), nil
 }

@@ -293,7 +293,7 @@ func webhookAddress(ctx context.Context, f *framework.Framework, in *installed, 
 	gomega.Expect(pods).NotTo(gomega.BeEmpty(), "no webhook pod")
 	target := servicePortTarget(svc, port, &pods[0])
 	gomega.Expect(target).NotTo(gomega.BeZero(), "Service %s/%s has no port %d to the webhook's pod %s", svc.Namespace, svc.Name, port, pods[0].Name)
-	return portForward(ctx, f, &pods[0], target)
+	return framework.PortForward(ctx, &pods[0], target)
 }
 
 // servicePortTarget is the container port of pod that the Service's port

@@ -1,4 +1,4 @@
-package install
+package framework
 
 import (
 	"context"
@@ -15,18 +15,18 @@ import (
 	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
-
-	"github.com/workload-aware/apps-harness/framework"
 )
 
-// portForward forwards a free port of 127.0.0.1 to port of pod through the
+// PortForward forwards a free port of 127.0.0.1 to port of pod through the
 // API server, as kubectl port-forward does (WebSocket, else SPDY), until
 // the spec ends, and returns the local address. Each connection to it is a
-// new connection to the pod's port, from inside the pod's network.
-func portForward(ctx context.Context, f *framework.Framework, pod *corev1.Pod, port int32) string {
+// new connection to the pod's port, from inside the pod's network (a
+// hostNetwork pod's: the node's, so a component bound to the node's
+// loopback is reached too).
+func PortForward(ctx context.Context, pod *corev1.Pod, port int32) string {
 	ginkgo.GinkgoHelper()
-	config := framework.RESTConfig()
-	u := f.ClientSet.CoreV1().RESTClient().Post().Resource("pods").Namespace(pod.Namespace).Name(pod.Name).SubResource("portforward").URL()
+	config := RESTConfig()
+	u := ClientSet().CoreV1().RESTClient().Post().Resource("pods").Namespace(pod.Namespace).Name(pod.Name).SubResource("portforward").URL()
 	transport, upgrader, err := spdy.RoundTripperFor(config)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	websocket, err := portforward.NewSPDYOverWebsocketDialer(u, config)
