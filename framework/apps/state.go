@@ -123,6 +123,18 @@ func (s State) Running() int {
 	return n
 }
 
+// PodNames names s's pods that keep accepts (every pod when keep is nil):
+// the names WithPods takes.
+func (s State) PodNames(keep func(Member) bool) []string {
+	var out []string
+	for _, p := range s.Pods {
+		if keep == nil || keep(p) {
+			out = append(out, p.Name)
+		}
+	}
+	return out
+}
+
 // WithPods is s with only the named pods: to compare part of an app.
 func (s State) WithPods(names ...string) State {
 	out := s

@@ -2,6 +2,7 @@ package apps
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -117,5 +118,15 @@ func TestExpectPodsUndisturbedCatchesAReplacedPod(t *testing.T) {
 	}
 	if f := gomega.InterceptGomegaFailures(func() { ExpectPodsUndisturbed(before, before) }); len(f) != 0 {
 		t.Fatalf("identical states: %v", f)
+	}
+}
+
+func TestPodNamesKeepsWhatTheFilterAccepts(t *testing.T) {
+	s := State{Pods: []Member{{Name: "a", Node: "n1"}, {Name: "b", Node: "n2"}, {Name: "c", Node: "n1"}}}
+	if got := s.PodNames(nil); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Errorf("PodNames(nil) = %v, want every pod", got)
+	}
+	if got := s.PodNames(func(p Member) bool { return p.Node == "n1" }); !slices.Equal(got, []string{"a", "c"}) {
+		t.Errorf("PodNames(on n1) = %v, want a and c", got)
 	}
 }

@@ -59,7 +59,7 @@ var _ = ginkgo.Describe("Deployment gangs and PodDisruptionBudgets", framework.K
 			ginkgo.By("scaling to 2: the budget (minAvailable 3) does not block the controller's pod deletion")
 			apps.Scale(ctx, f, app, 2)
 			scaled := b.waitGang(ctx, app, 2, "the scale-down to 2", nil)
-			kept := start.WithPods(podNames(scaled)...)
+			kept := start.WithPods(scaled.PodNames(nil)...)
 			gomega.Expect(kept.Pods).To(gomega.HaveLen(2), "a scale-down removes pods; it replaced some: before %s, now %s", start, scaled)
 			apps.ExpectPodsUndisturbed(scaled, kept)
 
@@ -83,7 +83,7 @@ var _ = ginkgo.Describe("Deployment gangs and PodDisruptionBudgets", framework.K
 			gomega.Expect(b.evict(ctx, victim.Name)).To(gomega.Succeed(), "evicting pod %s with one disruption allowed", victim.Name)
 			after := b.waitGang(ctx, app, 2, "the evicted pod's replacement",
 				gomega.HaveField("Pods", gomega.HaveEach(gomega.HaveField("UID", gomega.Not(gomega.Equal(victim.UID))))))
-			apps.ExpectPodsUndisturbed(after, before.WithPods(othersThan(before, victim.Name)...))
+			apps.ExpectPodsUndisturbed(after, before.WithPods(before.PodNames(func(p apps.Member) bool { return p.Name != victim.Name })...))
 			apps.ExpectSameObjects(after, before)
 		})
 	})
@@ -216,24 +216,4 @@ func (b *budget) warnings(ctx context.Context) string {
 		out = append(out, fmt.Sprintf("  %s %s/%s: %s (x%d)", e.Reason, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Message, e.Count))
 	}
 	return strings.Join(out, "\n")
-}
-
-// podNames lists the names of s's pods.
-func podNames(s apps.State) []string {
-	var out []string
-	for _, p := range s.Pods {
-		out = append(out, p.Name)
-	}
-	return out
-}
-
-// othersThan lists the names of s's pods but name.
-func othersThan(s apps.State, name string) []string {
-	var out []string
-	for _, p := range s.Pods {
-		if p.Name != name {
-			out = append(out, p.Name)
-		}
-	}
-	return out
 }

@@ -160,7 +160,7 @@ var _ = ginkgo.Describe("Control-plane faults in the middle of a rollout or a sc
 			d := apps.Deployment(createDeploymentOn(ctx, f, "on-worker-d", 3, node))
 			s := apps.StatefulSet(createStatefulSetOn(ctx, f, "on-worker-s", 2, node))
 			dBefore, sBefore := apps.WaitForGang(ctx, f, d, 3, 3), apps.WaitForGang(ctx, f, s, 2, 2)
-			dOn, sOn := podsOn(dBefore, node), podsOn(sBefore, node)
+			dOn, sOn := dBefore.PodNames(onNode(node)), sBefore.PodNames(onNode(node))
 			gomega.Expect(dOn).NotTo(gomega.BeEmpty(), "the spec needs a pod of %s on %s (its pods prefer that node): %s", d, node, dBefore)
 			gomega.Expect(sOn).NotTo(gomega.BeEmpty(), "the spec needs a pod of %s on %s (its pods prefer that node): %s", s, node, sBefore)
 			history := framework.RecordWrites(ctx, f.Namespace, framework.WorkloadsResource, framework.PodGroupsResource)
@@ -181,8 +181,8 @@ var _ = ginkgo.Describe("Control-plane faults in the middle of a rollout or a sc
 			apps.ExpectSameObjects(dAfter, dBefore)
 			apps.ExpectSameObjects(sAfter, sBefore)
 			// The pods elsewhere were not touched.
-			apps.ExpectPodsUndisturbed(dAfter.WithPods(podsOff(dBefore, node)...), dBefore.WithPods(podsOff(dBefore, node)...))
-			apps.ExpectPodsUndisturbed(sAfter.WithPods(podsOff(sBefore, node)...), sBefore.WithPods(podsOff(sBefore, node)...))
+			apps.ExpectPodsUndisturbed(dAfter.WithPods(dBefore.PodNames(offNode(node))...), dBefore.WithPods(dBefore.PodNames(offNode(node))...))
+			apps.ExpectPodsUndisturbed(sAfter.WithPods(sBefore.PodNames(offNode(node))...), sBefore.WithPods(sBefore.PodNames(offNode(node))...))
 			expectNoObjectCreatedOrDeleted(history)
 			expectMinCountsHeld(history, minCountsOf(dBefore, sBefore))
 			dups.ExpectNone()
@@ -420,25 +420,13 @@ func createStatefulSetOn(ctx context.Context, f *framework.Framework, name strin
 	return created
 }
 
-// podsOn and podsOff name s's pods on node and elsewhere.
-func podsOn(s apps.State, node string) []string {
-	var out []string
-	for _, p := range s.Pods {
-		if p.Node == node {
-			out = append(out, p.Name)
-		}
-	}
-	return out
+// onNode and offNode select the pods on node and elsewhere (State.PodNames).
+func onNode(node string) func(apps.Member) bool {
+	return func(p apps.Member) bool { return p.Node == node }
 }
 
-func podsOff(s apps.State, node string) []string {
-	var out []string
-	for _, p := range s.Pods {
-		if p.Node != node {
-			out = append(out, p.Name)
-		}
-	}
-	return out
+func offNode(node string) func(apps.Member) bool {
+	return func(p apps.Member) bool { return p.Node != node }
 }
 
 // podUIDs are the UIDs of the named pods of s.
