@@ -72,16 +72,6 @@ func Reconfigure(ctx context.Context, in ReconfigureInput) (restore func(context
 	ginkgo.GinkgoHelper()
 	r := reconfigurerFor(in.Cluster, in.Changes...)
 	var restores []func(context.Context)
-	for _, change := range in.Changes {
-		ginkgo.By("restarting " + change.String())
-		undo, err := r.apply(ctx, change)
-		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "restarting %s", change)
-		component := change.Component
-		restores = append(restores, func(ctx context.Context) {
-			ginkgo.By(fmt.Sprintf("restoring %s to its previous settings", component))
-			gomega.Expect(undo(ctx)).To(gomega.Succeed(), "restoring %s", component)
-		})
-	}
 	var once sync.Once
 	restore = func(ctx context.Context) {
 		once.Do(func() {
@@ -90,10 +80,71 @@ func Reconfigure(ctx context.Context, in ReconfigureInput) (restore func(context
 			}
 		})
 	}
+	// Registered before the first change: a change that fails half-way must
+	// still be undone, with those made before it.
 	if !in.KeepAfterSpec {
 		ginkgo.DeferCleanup(restore)
 	}
+	for _, change := range in.Changes {
+		err := applyChange(ctx, r, change, &restores)
+		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "restarting %s", change)
+	}
 	return restore
+}
+
+// applyChange makes one change and appends its undo to restores, also when
+// the change failed (the component may be half-changed).
+func applyChange(ctx context.Context, r reconfigurer, change ComponentChange, restores *[]func(context.Context)) error {
+	ginkgo.By("restarting " + change.String())
+	undo, err := r.apply(ctx, change)
+	if undo != nil {
+		component := change.Component
+		*restores = append(*restores, func(ctx context.Context) {
+			ginkgo.By(fmt.Sprintf("restoring %s to its previous settings", component))
+			gomega.Expect(undo(ctx)).To(gomega.Succeed(), "restoring %s", component)
+		})
+	}
+	return err
+}
+
+// Trials restarts components of the cluster under test with one setting
+// after another, where a component that does not come back is an answer,
+// not a failure: Try returns the error (the component refused those
+// settings, or the hook could not make them). For settings an
+// implementation may refuse to run with, such as a gate on whose dependency
+// is off. Each component's original settings are restored once, when the
+// spec ends. NewTrials skips the spec, as RequireReconfigure does, where the
+// cluster cannot make the changes.
+type Trials struct {
+	r        reconfigurer
+	restores []func(context.Context)
+	tried    map[localcluster.Component]bool
+}
+
+// NewTrials returns Trials for changes (the ones the spec will try).
+func NewTrials(changes ...ComponentChange) *Trials {
+	ginkgo.GinkgoHelper()
+	t := &Trials{r: reconfigurerFor(nil, changes...), tried: map[localcluster.Component]bool{}}
+	ginkgo.DeferCleanup(func(ctx context.Context) {
+		for i := len(t.restores) - 1; i >= 0; i-- {
+			t.restores[i](ctx)
+		}
+	})
+	return t
+}
+
+// Try restarts change.Component with change's settings, merged over its
+// current ones as Reconfigure's are.
+func (t *Trials) Try(ctx context.Context, change ComponentChange) error {
+	var restores []func(context.Context)
+	err := applyChange(ctx, t.r, change, &restores)
+	if !t.tried[change.Component] {
+		// The first undo puts back the original settings; a later one only
+		// an earlier trial's.
+		t.tried[change.Component] = true
+		t.restores = append(t.restores, restores...)
+	}
+	return err
 }
 
 // RequireReconfigure skips the spec, saying why, unless the cluster under

@@ -88,10 +88,14 @@ func (h *hookReconfigurer) apply(ctx context.Context, change ComponentChange) (f
 	defer h.mu.Unlock()
 	previous, had := h.current[change.Component]
 	next := previous.Merge(change)
-	if err := runHook(ctx, change.Component, next); err != nil {
-		return nil, err
+	err := runHook(ctx, change.Component, next)
+	if err == nil {
+		h.current[change.Component] = next
 	}
-	h.current[change.Component] = next
+	// The undo is returned even when the hook failed: a component that did
+	// not come back with next may still have been changed (a patched
+	// DaemonSet, a rewritten manifest), and only telling the hook the
+	// previous settings again puts it back.
 	return func(ctx context.Context) error {
 		h.mu.Lock()
 		defer h.mu.Unlock()
@@ -104,7 +108,7 @@ func (h *hookReconfigurer) apply(ctx context.Context, change ComponentChange) (f
 			delete(h.current, change.Component)
 		}
 		return nil
-	}, nil
+	}, err
 }
 
 // runHook tells the hook to run component with s's settings.

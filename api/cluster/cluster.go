@@ -63,6 +63,19 @@ var Gates = []Gate{
 	{Name: WorkloadWithStatefulSet, Implementation: true},
 }
 
+// GenericWorkloadDependents are the gates that cannot be on while
+// GenericWorkload is off: Kubernetes 1.37's (component-base dependencies of
+// k8s.io/kubernetes/pkg/features, checked by a test) and the KEPs' own
+// (KEP-6276: "The gate depends on GenericWorkload being enabled"; KEP-6277:
+// "depends on GenericWorkload feature gate"). A component started with one of
+// them on and GenericWorkload off refuses to start, so a spec that turns
+// GenericWorkload off on a component must turn these off with it, except
+// the one it means to test.
+var GenericWorkloadDependents = []string{
+	"PodGroupPreemptionPolicy", CompositePodGroup, "WorkloadWithJob", TopologyAwareWorkloadScheduling, DRAWorkloadResourceClaims,
+	WorkloadWithDeployment, WorkloadWithStatefulSet,
+}
+
 // KubeFeatureGates are the Kubernetes gates of Gates, all on: the
 // --feature-gates of kube-apiserver, kube-controller-manager and kube-scheduler.
 func KubeFeatureGates() map[string]bool { return gatesWhere(false) }
