@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -165,6 +166,13 @@ func (h *Hook) waitRollout(ctx context.Context, ds *appsv1.DaemonSet) error {
 			last = err.Error()
 			return false, nil
 		}
+		if refused, err := h.refusedToRun(ctx, ds, sel); err != nil || refused != "" {
+			if refused != "" {
+				return false, fmt.Errorf("daemonset %s/%s does not run with these settings: %s", ds.Namespace, ds.Name, refused)
+			}
+			last = err.Error()
+			return false, nil
+		}
 		s := cur.Status
 		if cur.Status.ObservedGeneration < ds.Generation || s.UpdatedNumberScheduled != s.DesiredNumberScheduled ||
 			s.NumberReady != s.DesiredNumberScheduled || s.NumberAvailable != s.DesiredNumberScheduled {
@@ -188,6 +196,50 @@ func (h *Hook) waitRollout(ctx context.Context, ds *appsv1.DaemonSet) error {
 	}
 	h.logf("daemonset %s/%s rolled out", ds.Namespace, ds.Name)
 	return nil
+}
+
+// podTemplateGenerationLabel is the DaemonSet controller's label of the
+// template generation a pod was made from (extensions/v1beta1's
+// DaemonSetTemplateGenerationKey).
+const podTemplateGenerationLabel = "pod-template-generation"
+
+// refusedToRun says how a pod of ds's current template keeps exiting with
+// an error ("" while none does): a component that refuses its settings
+// (flags, feature gates) exits at start, again after each restart, and the
+// rollout would only time out. Two failed runs are needed, not one: a
+// component may exit once on purpose (a crash point) and stay up after.
+func (h *Hook) refusedToRun(ctx context.Context, ds *appsv1.DaemonSet, sel labels.Selector) (string, error) {
+	pods, err := h.Client.CoreV1().Pods(ds.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	if err != nil {
+		return "", err
+	}
+	for _, p := range pods.Items {
+		if p.Labels[podTemplateGenerationLabel] != strconv.FormatInt(ds.Generation, 10) {
+			continue
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			t := cs.LastTerminationState.Terminated
+			if cs.RestartCount >= 2 && t != nil && t.ExitCode != 0 {
+				return fmt.Sprintf("container %s of pod %s exited with code %d %d times: %s", cs.Name, p.Name, t.ExitCode, cs.RestartCount,
+					lastLine(t.Message)), nil
+			}
+		}
+	}
+	return "", nil
+}
+
+// lastLine is the end of a termination message, where a Go program's
+// fatal error is.
+func lastLine(msg string) string {
+	msg = strings.TrimSpace(msg)
+	if i := strings.LastIndex(msg, "\n"); i >= 0 {
+		msg = msg[i+1:]
+	}
+	const max = 500
+	if len(msg) > max {
+		msg = msg[len(msg)-max:]
+	}
+	return msg
 }
 
 // waitCABundle waits until every webhook of the admission configuration has

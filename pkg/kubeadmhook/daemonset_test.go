@@ -2,6 +2,7 @@ package kubeadmhook
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -62,6 +63,50 @@ func TestStopAdmissionRoundTrip(t *testing.T) {
 			}
 			if len(got.Annotations) != 0 {
 				t.Errorf("after %s: annotations %v left", undo, got.Annotations)
+			}
+		})
+	}
+}
+
+// A pod of the current template that keeps exiting with an error is a
+// refusal, said at once; one exit (a crash point) or an old template's
+// crash-looping pod is not.
+func TestRefusedToRun(t *testing.T) {
+	ds := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "was-controller-manager", Namespace: "was-system", Generation: 3},
+		Spec:       appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "ctl"}}},
+	}
+	pod := func(generation string, restarts int32, exit int32) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "ctl-" + generation, Namespace: "was-system",
+				Labels: map[string]string{"app": "ctl", podTemplateGenerationLabel: generation}},
+			Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "ctl", RestartCount: restarts,
+				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: exit,
+					Message: "usage...\ninvalid argument: WorkloadWithDeployment is enabled, but depends on features that are disabled: [GenericWorkload]"}}}}},
+		}
+	}
+	for _, c := range []struct {
+		name    string
+		pod     *corev1.Pod
+		refused bool
+	}{
+		{"current template, exits again and again", pod("3", 2, 2), true},
+		{"current template, exited once", pod("3", 1, 2), false},
+		{"current template, restarted after clean exits", pod("3", 4, 0), false},
+		{"an older template's pod", pod("2", 5, 1), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := &Hook{Client: fake.NewClientset(c.pod)}
+			sel, _ := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
+			got, err := h.refusedToRun(context.Background(), ds, sel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (got != "") != c.refused {
+				t.Errorf("refusedToRun = %q, want refused %t", got, c.refused)
+			}
+			if c.refused && !strings.Contains(got, "depends on features that are disabled") {
+				t.Errorf("refusedToRun = %q: want the termination message's last line", got)
 			}
 		})
 	}
