@@ -5,7 +5,50 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+
+	"github.com/onsi/ginkgo/v2"
 )
+
+// ImplementationMetricsURL returns where the implementation's controllers
+// serve metrics (--implementation-metrics-url, or the reference add-on's
+// endpoint on the harness's local cluster), and whether that is the
+// reference; metric is what the spec reads there. Those metrics are the
+// implementation's own, not the API's: where the suite cannot reach them it
+// skips the spec, saying how to give it the endpoint.
+func ImplementationMetricsURL(metric string) (url string, reference bool) {
+	ginkgo.GinkgoHelper()
+	if u := TestContext.ImplementationMetricsURL; u != "" {
+		return u, false
+	}
+	if LocalCluster != nil {
+		u, err := LocalCluster.MetricsURL(ReferenceControllerManager)
+		if err == nil {
+			return u, true
+		}
+		ginkgo.Skip(metric + " is the implementation's own and the local cluster's add-on serves no metrics (" + err.Error() + "): give the suite --implementation-metrics-url")
+	}
+	ginkgo.Skip(metric + " is served by the implementation's controllers, not the API: give the suite --implementation-metrics-url (env IMPLEMENTATION_METRICS_URL), e.g. through kubectl port-forward (docs/vendor-guide.md)")
+	return "", false
+}
+
+// ReadHistogramCount returns the observation count (the _count series,
+// summed over label sets) of the histogram name served at url, and whether
+// url serves that family at all.
+func ReadHistogramCount(ctx context.Context, url, name string) (count float64, served bool, err error) {
+	raw, err := fetchMetrics(ctx, url)
+	if err != nil {
+		return 0, false, err
+	}
+	families, err := parseMetrics(raw)
+	if err != nil {
+		return 0, false, fmt.Errorf("parsing metrics of %s: %w", url, err)
+	}
+	family, served := families[name]
+	for _, m := range family.GetMetric() {
+		count += float64(m.GetHistogram().GetSampleCount())
+	}
+	return count, served, nil
+}
 
 // ReadCounter sums every sample of the counter name (all label sets) in the
 // metrics served at url. A metric that was never incremented is not exported

@@ -13,7 +13,7 @@ var (
 	workloadCreationErrors = metrics.NewCounter(&metrics.CounterOpts{
 		Subsystem:      "statefulset",
 		Name:           "workload_creation_errors_total",
-		Help:           "Failed attempts of the StatefulSet controller to create a Workload.",
+		Help:           "Failed attempts of the StatefulSet controller to create a Workload or its PodGroup.",
 		StabilityLevel: metrics.ALPHA,
 	})
 	creationDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{

@@ -281,6 +281,10 @@ func (r *Reconciler) resolvePodGroup(ctx context.Context, set *appsv1.StatefulSe
 		pg, err = r.client.SchedulingV1beta1().PodGroups(set.Namespace).Create(ctx, desired, metav1.CreateOptions{})
 		observeCreate("PodGroup", start, err)
 		if err != nil {
+			// Counted with the Workload's failures: the metric's SLI is
+			// "StatefulSets with spec.scheduling are not getting their
+			// objects", and a gang without its PodGroup creates no pod.
+			workloadCreationErrors.Inc()
 			r.recorder.Eventf(set, corev1.EventTypeWarning, events.WorkloadCreationFailed, "Error creating PodGroup %s: %v", desired.Name, err)
 			return nil, err
 		}

@@ -45,25 +45,6 @@ func counter(ctx context.Context, url, name string) float64 {
 	return v
 }
 
-// implementationMetricsURL returns where the implementation's controllers
-// serve metrics, and whether that is the reference add-on of the harness's
-// local cluster; it skips the spec, saying why, where the suite cannot reach
-// them.
-func implementationMetricsURL() (url string, reference bool) {
-	ginkgo.GinkgoHelper()
-	if u := framework.TestContext.ImplementationMetricsURL; u != "" {
-		return u, false
-	}
-	if lc := framework.LocalCluster; lc != nil {
-		u, err := lc.MetricsURL(framework.ReferenceControllerManager)
-		if err == nil {
-			return u, true
-		}
-		ginkgo.Skip("S-P9's metric " + stsCreationErrors + " is the implementation's own and the local cluster's add-on serves no metrics (" + err.Error() + "): give the suite --implementation-metrics-url")
-	}
-	ginkgo.Skip("S-P9's metric " + stsCreationErrors + " is served by the implementation's controllers, not the API: give the suite --implementation-metrics-url (env IMPLEMENTATION_METRICS_URL), e.g. through kubectl port-forward (docs/vendor-guide.md)")
-	return "", false
-}
 
 func podCount(ctx context.Context, f *framework.Framework, a apps.App) (int, error) {
 	pods, err := framework.ListPods(ctx, apps.Pods(f, a))
@@ -153,7 +134,7 @@ var _ = ginkgo.Describe("Version skew", framework.Serial, framework.Disruptive, 
 			notServed := framework.ComponentChange{Component: localcluster.APIServer,
 				ComponentConfig: localcluster.ComponentConfig{RuntimeConfig: map[string]string{"scheduling.k8s.io/v1beta1": "false"}}}
 			framework.RequireReconfigure(notServed)
-			metricsURL, reference := implementationMetricsURL()
+			metricsURL, reference := framework.ImplementationMetricsURL("S-P9's metric " + stsCreationErrors)
 			// The controllers must be live before the outage: right after
 			// another Disruptive spec's apiserver restarts, their informers
 			// may still be re-listing, and would not see the new StatefulSet
