@@ -45,7 +45,6 @@ func counter(ctx context.Context, url, name string) float64 {
 	return v
 }
 
-
 func podCount(ctx context.Context, f *framework.Framework, a apps.App) (int, error) {
 	pods, err := framework.ListPods(ctx, apps.Pods(f, a))
 	return len(pods), err
