@@ -161,20 +161,62 @@ var _ = ginkgo.Describe("Deployment gangs on the scheduler", framework.KEP(6276)
 			fit := framework.MeasureCapacity(ctx, f)
 			d := recreate(f, "stuck", int32(fit.Nodes+1), fit.OnePerNode.String()).ProgressDeadlineSeconds(10).Obj()
 			d = create(ctx, d, gang(nil))
-			gomega.Eventually(ctx, func(ctx context.Context) (map[appsv1.DeploymentConditionType]string, error) {
-				got, err := f.ClientSet.AppsV1().Deployments(f.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
-				if err != nil {
-					return nil, err
-				}
-				out := map[appsv1.DeploymentConditionType]string{}
-				for _, c := range got.Status.Conditions {
-					out[c.Type] = string(c.Status) + "/" + c.Reason
-				}
-				return out, nil
-			}).WithTimeout(f.Timeouts.PodsBound).WithPolling(f.Timeouts.Poll).Should(gomega.And(
-				gomega.HaveKeyWithValue(appsv1.DeploymentAvailable, "False/MinimumReplicasUnavailable"),
-				gomega.HaveKeyWithValue(appsv1.DeploymentProgressing, "False/ProgressDeadlineExceeded"),
-			), "waiting for Available=False (MinimumReplicasUnavailable) and Progressing=False (ProgressDeadlineExceeded)")
-			framework.ExpectNoPodBound(ctx, podsOf(f, d))
+			expectReportedUnplaceable(ctx, f, d)
 		})
+
+		// KEP-6276, "Rack-local worker pool": "The team adds a topology
+		// constraint on topology.kubernetes.io/rack. The scheduler places the
+		// whole gang in a best-fit rack. If no single rack can satisfy the
+		// request, the Deployment reports unavailable replicas through its
+		// standard status conditions."
+		ginkgo.It("reports a gang that fits the cluster but no single rack through the Deployment's conditions", framework.ID("D-E10"), framework.Serial,
+			framework.WithFeatureGate(framework.TopologyAwareWorkloadScheduling), func(ctx context.Context) {
+				key := framework.TestContext.TopologyKey
+				fit := framework.MeasureCapacity(ctx, f)
+				racks := framework.NodesByLabel(ctx, f, key)
+				largest, labelled := 0, 0
+				for _, nodes := range racks {
+					largest = max(largest, len(nodes))
+					labelled += len(nodes)
+				}
+				// One pod per node: the largest rack holds largest pods, the
+				// labelled nodes together one more.
+				pods := largest + 1
+				if len(racks) < 2 || pods > labelled {
+					ginkgo.Skip(fmt.Sprintf("needs two %s domains so that a gang can fit the cluster but no single domain; domains: %v", key, racks))
+				}
+				ginkgo.By(fmt.Sprintf("a gang of %d pods of %s, one per node, constrained to one %s: the largest holds %d, the cluster %d",
+					pods, fit.OnePerNode.String(), key, largest, labelled))
+				d := recreate(f, "no-rack", int32(pods), fit.OnePerNode.String()).ProgressDeadlineSeconds(10).Obj()
+				d = create(ctx, d, withTopology(gang(nil), key))
+				expectReportedUnplaceable(ctx, f, d)
+			})
 	})
+
+// expectReportedUnplaceable waits for the Deployment's standard conditions to
+// report a gang the scheduler cannot place, Available=False
+// (MinimumReplicasUnavailable) and, past its short progressDeadlineSeconds,
+// Progressing=False (ProgressDeadlineExceeded), with none of its pods bound
+// meanwhile (a bound pod means the gang was placed after all: fail at once),
+// and then holds that no pod binds.
+func expectReportedUnplaceable(ctx context.Context, f *framework.Framework, d *appsv1.Deployment) {
+	ginkgo.GinkgoHelper()
+	gomega.Eventually(ctx, func(ctx context.Context) (map[appsv1.DeploymentConditionType]string, error) {
+		if s, err := framework.BindingState(ctx, podsOf(f, d)); err == nil && s.Bound > 0 {
+			return nil, gomega.StopTrying(fmt.Sprintf("pods of the gang were bound, so it was placed: %s", s))
+		}
+		got, err := f.ClientSet.AppsV1().Deployments(f.Namespace).Get(ctx, d.Name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		out := map[appsv1.DeploymentConditionType]string{}
+		for _, c := range got.Status.Conditions {
+			out[c.Type] = string(c.Status) + "/" + c.Reason
+		}
+		return out, nil
+	}).WithTimeout(f.Timeouts.PodsBound).WithPolling(f.Timeouts.Poll).Should(gomega.And(
+		gomega.HaveKeyWithValue(appsv1.DeploymentAvailable, "False/MinimumReplicasUnavailable"),
+		gomega.HaveKeyWithValue(appsv1.DeploymentProgressing, "False/ProgressDeadlineExceeded"),
+	), "waiting for Available=False (MinimumReplicasUnavailable) and Progressing=False (ProgressDeadlineExceeded)")
+	framework.ExpectNoPodBound(ctx, podsOf(f, d))
+}
