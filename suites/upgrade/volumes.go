@@ -13,6 +13,7 @@ import (
 	"github.com/workload-aware/apps-harness/framework"
 	"github.com/workload-aware/apps-harness/framework/apps"
 	"github.com/workload-aware/apps-harness/framework/builder"
+	"github.com/workload-aware/apps-harness/pkg/localcluster"
 )
 
 // KEP-6277's Upgrade / Downgrade Strategy on what a gang StatefulSet keeps
@@ -22,10 +23,11 @@ import (
 // PodGroup persists after downgrade [...], its ResourceClaims also persist.
 // [...] already-allocated claims remain functional for running pods."
 //
-// The downgrade is either of the two the suite knows: the StatefulSet side's
+// The downgrade is each of those the suite knows: the StatefulSet side's
 // gate turned off (path.go's rollGate: the implementation keeps running as a
 // plain StatefulSet controller), or kube-controller-manager's own StatefulSet
-// controller in place of the implementation (downgrade.go). While downgraded
+// controller in place of the implementation (downgrade.go), this release's
+// or the previous minor's (without the claim there, as downgrade.go). While downgraded
 // the gang is scaled down by one: whichever controller runs then deletes the
 // pod, and the StatefulSet's retention policy (Retain, the default) must be
 // all that decides the removed ordinal's PVC. The upgrade back scales up
@@ -44,28 +46,34 @@ func volumeClaims(set string, replicas int) []string {
 	return out
 }
 
-// downgrade turns the downgrade on and returns the upgrade back. stock:
-// kube-controller-manager's own controllers, as walkDowngrade's first entry;
-// otherwise the StatefulSet gate off on both sides, as walkPath.
+// downgrade is one way down and back up. stock: kube-controller-manager's
+// own controllers, as walkDowngrade (skewed: the previous minor's binary, the
+// release before the KEP); otherwise the StatefulSet gate off on both sides,
+// as walkPath.
 type downgrade struct {
-	stock bool
+	stock, skewed bool
+	// change and version: the stock kube-controller-manager, set by require.
+	change  framework.ComponentChange
+	version string
 }
 
 // require skips, with the reason, where the cluster cannot make the change;
 // call it before anything is created.
-func (d downgrade) require() {
+func (d *downgrade) require() {
 	ginkgo.GinkgoHelper()
 	if !d.stock {
 		framework.RequireReconfigure(framework.GateOn(framework.WorkloadWithStatefulSet, false,
 			framework.ReferenceControllerManager, framework.ReferenceWebhook)...)
 		return
 	}
-	framework.RequireReconfigure(append([]framework.ComponentChange{stockControllers},
+	d.change, d.version = downgradeTo(d.skewed)
+	framework.RequireReconfigure(append([]framework.ComponentChange{d.change},
 		framework.GateOn(framework.WorkloadWithStatefulSet, false, framework.ReferenceWebhook)...)...)
 	framework.RequireImplementationControllersStop()
 }
 
-func (d downgrade) run(ctx context.Context) (upgrade func(context.Context)) {
+// run turns the downgrade on and returns the upgrade back.
+func (d *downgrade) run(ctx context.Context, f *framework.Framework) (upgrade func(context.Context)) {
 	ginkgo.GinkgoHelper()
 	gate := framework.WorkloadWithStatefulSet
 	if !d.stock {
@@ -74,7 +82,10 @@ func (d downgrade) run(ctx context.Context) (upgrade func(context.Context)) {
 	}
 	ginkgo.By("downgrade: the implementation's controllers stop, kube-controller-manager's own apps controllers start, the admission side's gate goes off")
 	startImplementation := framework.StopImplementationControllers(ctx)
-	stopStock := framework.Reconfigure(ctx, framework.ReconfigureInput{Changes: []framework.ComponentChange{stockControllers}})
+	stopStock := framework.Reconfigure(ctx, framework.ReconfigureInput{Changes: []framework.ComponentChange{d.change}})
+	if d.version != "" {
+		expectComponentVersion(ctx, f, localcluster.ControllerManager, d.version)
+	}
 	admissionOn := framework.Reconfigure(ctx, framework.ReconfigureInput{Changes: framework.GateOn(gate, false, framework.ReferenceWebhook)})
 	return func(ctx context.Context) {
 		ginkgo.By("upgrade: the admission side's gate on, the stock apps controllers off, the implementation's controllers started")
@@ -158,6 +169,12 @@ func walkVolumes(ctx context.Context, f *framework.Framework, d downgrade) {
 	framework.CreateStaticVolumes(ctx, f, "1Mi", claims...)
 	var claim *sharedClaim
 	missing := framework.MissingDevices(ctx, f.ClientSet)
+	if d.skewed && missing == "" {
+		// As walkDowngrade's skewed entry: the previous minor's
+		// ResourceClaim controller predates PodGroup-level claims, and
+		// KEP-6277 leaves that downgrade to KEP-5729.
+		missing = "the previous minor's kube-controller-manager predates PodGroup-level claims (KEP-5729's downgrade, not these KEPs')"
+	}
 	if missing != "" {
 		ginkgo.By("without a PodGroup-level claim, the PVCs only: " + missing)
 		createVolumeGang(ctx, f, name, 3, "")
@@ -175,7 +192,7 @@ func walkVolumes(ctx context.Context, f *framework.Framework, d downgrade) {
 		claim.expectShared(ctx, before, "upgraded, before the downgrade")
 	}
 
-	upgrade := d.run(ctx)
+	upgrade := d.run(ctx, f)
 
 	ginkgo.By("downgraded: the PVCs, the PodGroup and its claim are the same objects, bound and allocated, used by the same running pods")
 	downgraded := apps.Read(ctx, f, set)
@@ -260,5 +277,6 @@ var _ = ginkgo.Describe("Downgrade keeps a gang StatefulSet's PVCs and PodGroup-
 			framework.ID("S-P12"), framework.KEP(6277), framework.WithFeatureGate(framework.WorkloadWithStatefulSet),
 			func(ctx context.Context, d downgrade) { walkVolumes(ctx, f, d) },
 			ginkgo.Entry("the StatefulSet side's gate off", downgrade{}),
-			ginkgo.Entry("kube-controller-manager's own StatefulSet controller", downgrade{stock: true}))
+			ginkgo.Entry("kube-controller-manager's own StatefulSet controller", downgrade{stock: true}),
+			ginkgo.Entry("real skew: the previous minor's kube-controller-manager against this apiserver", downgrade{stock: true, skewed: true}))
 	})
