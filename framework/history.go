@@ -24,6 +24,10 @@ var (
 	PodGroupsResource   = schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1beta1", Resource: "podgroups"}
 	ReplicaSetsResource = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "replicasets"}
 	PodsResource        = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	// PVCsResource and ResourceClaimsResource: for specs that count the
+	// creations and deletions of an app's volumes and claims.
+	PVCsResource           = schema.GroupVersionResource{Version: "v1", Resource: "persistentvolumeclaims"}
+	ResourceClaimsResource = schema.GroupVersionResource{Group: "resource.k8s.io", Version: "v1", Resource: "resourceclaims"}
 )
 
 // Change is one write seen by a WriteHistory, with what specs compare.

@@ -32,8 +32,8 @@ func TestLoadEmbedded(t *testing.T) {
 	if first := p.Items[0]; first.ID != "D-U1" || first.KEP != "kep-6276" || first.Level != LevelUnit {
 		t.Errorf("first item = %+v, want D-U1 / kep-6276 / unit", first)
 	}
-	if last := p.Items[len(p.Items)-1]; last.ID != "S-P11" || last.KEP != "kep-6277" || last.Level != LevelPRR {
-		t.Errorf("last item = %+v, want S-P11 / kep-6277 / prr", last)
+	if last := p.Items[len(p.Items)-1]; last.ID != "S-P12" || last.KEP != "kep-6277" || last.Level != LevelPRR {
+		t.Errorf("last item = %+v, want S-P12 / kep-6277 / prr", last)
 	}
 	if got, want := p.KEPs(), []string{"kep-6276", "kep-6277"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("KEPs() = %v, want %v", got, want)

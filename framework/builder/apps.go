@@ -3,6 +3,7 @@ package builder
 import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -209,4 +210,27 @@ func (s *StatefulSetWrapper) Request(resourceName corev1.ResourceName, quantity 
 // PodTemplate(func(p) { p.SchedulingGroup(podGroupName) }).
 func (s *StatefulSetWrapper) SchedulingGroup(podGroupName string) *StatefulSetWrapper {
 	return s.PodTemplate(func(p *PodWrapper) { p.SchedulingGroup(podGroupName) })
+}
+
+// VolumeClaimTemplate adds a volumeClaimTemplate named name (the controller
+// makes PVC <name>-<set>-<ordinal> per pod) asking for size, ReadWriteOnce,
+// and mounts it at /<name> in every container of the pod template. Its
+// storageClassName is "" on purpose: only a statically provisioned
+// PersistentVolume binds it, never a cluster's default StorageClass, so a
+// cluster without a provisioner (the harness's) and one with a default
+// provisioner (kind's local-path) behave alike.
+func (s *StatefulSetWrapper) VolumeClaimTemplate(name, size string) *StatefulSetWrapper {
+	s.Spec.VolumeClaimTemplates = append(s.Spec.VolumeClaimTemplates, corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: ptr.To(""),
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse(size)}},
+		},
+	})
+	for i := range s.Spec.Template.Spec.Containers {
+		c := &s.Spec.Template.Spec.Containers[i]
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: name, MountPath: "/" + name})
+	}
+	return s
 }

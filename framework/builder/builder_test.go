@@ -505,3 +505,19 @@ func TestSchedulingJSONShape(t *testing.T) {
 		t.Errorf("Workload spec JSON %s lacks %s", b, want)
 	}
 }
+
+// A volumeClaimTemplate binds only to a static PV (storageClassName "", not
+// nil: a default StorageClass must not provision it) and is mounted.
+func TestStatefulSetVolumeClaimTemplate(t *testing.T) {
+	s := StatefulSet("s", ns).VolumeClaimTemplate("data", "1Mi").Obj()
+	want := []corev1.PersistentVolumeClaim{{
+		ObjectMeta: metav1.ObjectMeta{Name: "data"},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: ptr.To(""),
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}},
+		},
+	}}
+	wantEqual(t, "volumeClaimTemplates", s.Spec.VolumeClaimTemplates, want)
+	wantEqual(t, "volumeMounts", s.Spec.Template.Spec.Containers[0].VolumeMounts, []corev1.VolumeMount{{Name: "data", MountPath: "/data"}})
+}

@@ -148,6 +148,7 @@ func (c *sharedClaim) expectShared(ctx context.Context, s apps.State, what strin
 	now, err := c.f.ClientSet.ResourceV1().ResourceClaims(c.f.Namespace).Get(ctx, c.claim.Name, metav1.GetOptions{})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "%s: the PodGroup's claim %s is gone", what, c.claim.Name)
 	gomega.Expect(now.UID).To(gomega.Equal(c.claim.UID), "%s: the PodGroup's claim was recreated", what)
+	gomega.Expect(now.DeletionTimestamp).To(gomega.BeNil(), "%s: the PodGroup's claim %s is being deleted (held by its finalizers %v)", what, now.Name, now.Finalizers)
 	gomega.Expect(framework.ReservedOnlyFor(now, framework.PodGroupConsumer(pg))).To(gomega.BeTrue(),
 		"%s: the claim stays allocated and reserved for PodGroup %s: %s", what, pg.Name, framework.StateOf(now))
 	gomega.Expect(now.Status.Allocation.Devices).To(gomega.Equal(c.claim.Status.Allocation.Devices), "%s: the claim kept its device", what)
