@@ -25,7 +25,6 @@ func podGroupObject(uid, rv string, minCount int64, mutate func(u *unstructured.
 	return u
 }
 
-
 // The history tells each Modified write's changed fields against the version
 // it saw before, and the tally attributes them: a create, a spec write, a
 // status-only write (the scheduler's), the delete and a write to the going
