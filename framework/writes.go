@@ -196,7 +196,8 @@ func (p *WritePhases) Report(what string) {
 func QuietPeriod(ctx context.Context, window, interval time.Duration, sync func(ctx context.Context, n int)) {
 	ginkgo.GinkgoHelper()
 	deadline := time.Now().Add(window)
-	for n := 1; time.Now().Before(deadline); n++ {
+	n := 0
+	for n = 1; time.Now().Before(deadline); n++ {
 		sync(ctx, n)
 		select {
 		case <-ctx.Done():
@@ -204,6 +205,7 @@ func QuietPeriod(ctx context.Context, window, interval time.Duration, sync func(
 		case <-time.After(min(interval, time.Until(deadline))):
 		}
 	}
+	ginkgo.GinkgoWriter.Printf("quiet period of %s: %d syncs forced, one every %s\n", window, n-1, interval)
 }
 
 // The fields the KEPs' Scalability sections name as the reason for a write.
