@@ -152,7 +152,7 @@ func (p *WritePhases) Step(ctx context.Context, name string, step func()) map[st
 		time.Sleep(settleFor)
 		return count() == n
 	}).WithTimeout(TestContext.Timeouts.PodsBound).WithPolling(TestContext.Timeouts.Poll).Should(gomega.BeTrue(),
-		"the writes of %q do not stop:\n%s", name, p.h)
+		"the writes of %q do not stop; the last of them:\n%s", name, lastOf(p.since(), 20))
 	changes := p.since()
 	out := map[string]WriteTally{}
 	line := name + ":"
@@ -166,6 +166,19 @@ func (p *WritePhases) Step(ctx context.Context, name string, step func()) map[st
 	p.Log = append(p.Log, line)
 	ginkgo.GinkgoWriter.Println(line)
 	return out
+}
+
+// lastOf lists the last n changes, one a line, and how many came before.
+func lastOf(changes []Change, n int) string {
+	var b strings.Builder
+	if len(changes) > n {
+		fmt.Fprintf(&b, "  (%d earlier)\n", len(changes)-n)
+		changes = changes[len(changes)-n:]
+	}
+	for _, c := range changes {
+		b.WriteString("  " + c.String() + "\n")
+	}
+	return b.String()
 }
 
 // since returns the changes of the resources after the mark.
