@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -48,6 +49,50 @@ type Change struct {
 	Ready bool
 	// Replicas is a ReplicaSet's spec.replicas (0 for another resource).
 	Replicas int32
+	// Fields, for a Modified event, are the fields this write changed
+	// against the version of the object the history saw before it: dotted
+	// paths to the changed leaves (list items by index, e.g.
+	// spec.podGroupTemplates[0].schedulingPolicy.gang.minCount), sorted,
+	// comma-separated, without those every write changes
+	// (metadata.resourceVersion, managedFields, generation). FieldsUnknown
+	// when the history never saw the earlier version (the object existed
+	// before it started). Empty for Added and Deleted.
+	Fields string
+}
+
+// FieldsUnknown is Change.Fields of a write whose earlier version was not seen.
+const FieldsUnknown = "?"
+
+// ChangedFields returns c.Fields as a list.
+func (c Change) ChangedFields() []string {
+	if c.Fields == "" {
+		return nil
+	}
+	return strings.Split(c.Fields, ",")
+}
+
+// Changed says whether the write changed the field at path or below it
+// (path "status" matches status.conditions[0].type); a write whose earlier
+// version was not seen may have changed anything.
+func (c Change) Changed(path string) bool {
+	for _, f := range c.ChangedFields() {
+		if f == FieldsUnknown || f == path || strings.HasPrefix(f, path+".") || strings.HasPrefix(f, path+"[") {
+			return true
+		}
+	}
+	return false
+}
+
+// OnlyStatus says whether a Modified write changed status and nothing else:
+// a write through the status subresource, which keeps spec and metadata.
+func (c Change) OnlyStatus() bool {
+	fs := c.ChangedFields()
+	for _, f := range fs {
+		if f != "status" && !strings.HasPrefix(f, "status.") && !strings.HasPrefix(f, "status[") {
+			return false
+		}
+	}
+	return len(fs) > 0
 }
 
 func (c Change) String() string {
@@ -55,6 +100,9 @@ func (c Change) String() string {
 	switch c.Resource {
 	case "workloads", "podgroups":
 		s += fmt.Sprintf(" minCount=%d", c.MinCount)
+		if c.Fields != "" {
+			s += " changed=" + c.Fields
+		}
 	case "pods":
 		s += fmt.Sprintf(" ready=%t", c.Ready)
 	case "replicasets":
@@ -85,6 +133,14 @@ type WriteHistory struct {
 	changes []Change
 	gaps    []string
 	stop    func()
+	// seen is the last version recorded of each object (by UID), what a
+	// Modified event's Fields are computed against.
+	seen map[string]seenVersion
+}
+
+type seenVersion struct {
+	revision uint64
+	content  map[string]any
 }
 
 // RecordWrites starts watching the resources in namespace from now (objects
@@ -154,7 +210,73 @@ func (h *WriteHistory) record(resource string, ev watch.Event) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.changes = append(h.changes, describe(resource, ev.Type, u, rv))
+	c := describe(resource, ev.Type, u, rv)
+	content := comparedContent(u)
+	if prev, ok := h.seen[c.UID]; ev.Type == watch.Modified {
+		switch {
+		case !ok:
+			c.Fields = FieldsUnknown
+		case prev.revision < rv:
+			c.Fields = strings.Join(changedPaths(prev.content, content), ",")
+		}
+	}
+	if h.seen == nil {
+		h.seen = map[string]seenVersion{}
+	}
+	if prev, ok := h.seen[c.UID]; !ok || prev.revision < rv {
+		h.seen[c.UID] = seenVersion{revision: rv, content: content}
+	}
+	h.changes = append(h.changes, c)
+}
+
+// comparedContent is the object without the fields every write changes.
+func comparedContent(u *unstructured.Unstructured) map[string]any {
+	out := runtime.DeepCopyJSON(u.Object)
+	if md, ok := out["metadata"].(map[string]any); ok {
+		delete(md, "resourceVersion")
+		delete(md, "managedFields")
+		delete(md, "generation")
+	}
+	return out
+}
+
+// changedPaths returns the dotted paths of the leaves that differ between a
+// and b, sorted: maps by key, lists of equal length by index, anything else
+// (a list that grew or shrank, a scalar) as a whole.
+func changedPaths(a, b map[string]any) []string {
+	var out []string
+	var walk func(path string, x, y any)
+	walk = func(path string, x, y any) {
+		xm, xok := x.(map[string]any)
+		ym, yok := y.(map[string]any)
+		if xok && yok {
+			keys := map[string]bool{}
+			for k := range xm {
+				keys[k] = true
+			}
+			for k := range ym {
+				keys[k] = true
+			}
+			for k := range keys {
+				walk(strings.TrimPrefix(path+"."+k, "."), xm[k], ym[k])
+			}
+			return
+		}
+		xl, xok := x.([]any)
+		yl, yok := y.([]any)
+		if xok && yok && len(xl) == len(yl) {
+			for i := range xl {
+				walk(fmt.Sprintf("%s[%d]", path, i), xl[i], yl[i])
+			}
+			return
+		}
+		if !reflect.DeepEqual(x, y) {
+			out = append(out, path)
+		}
+	}
+	walk("", a, b)
+	sort.Strings(out)
+	return out
 }
 
 func (h *WriteHistory) gap(resource, namespace string, err error) {
