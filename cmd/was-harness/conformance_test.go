@@ -48,3 +48,23 @@ func TestConformanceCheckCallsHooksFirst(t *testing.T) {
 		t.Fatalf("hook calls %q, want %q (once per check run)", got, want)
 	}
 }
+
+// The hook's <version>: that version's binary from hack/build-binaries.sh,
+// without this cluster's gates; a missing one names the build command.
+func TestVersionBinary(t *testing.T) {
+	out := t.TempDir()
+	if _, _, err := versionBinary(out, "kube-controller-manager", "v1.36.3"); err == nil || !strings.Contains(err.Error(), "hack/build-binaries.sh") {
+		t.Fatalf("missing binary: err = %v, want the build command", err)
+	}
+	bin := filepath.Join(out, "bin", "kube", "v1.36.3", "kube-controller-manager")
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	got, omit, err := versionBinary(out, "kube-controller-manager", "v1.36.3")
+	if err != nil || got != bin || !strings.Contains(omit, "GenericWorkload") {
+		t.Errorf("versionBinary = %q, %q, %v; want %s without the cluster's gates", got, omit, err, bin)
+	}
+}

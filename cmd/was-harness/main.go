@@ -18,6 +18,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -83,6 +84,7 @@ func clusterCmd(verb string, args []string) error {
 	runtimeConfig := fs.String("runtime-config", "", "restart: kube-apiserver runtime-config entries merged over the cluster's, e.g. scheduling.k8s.io/v1beta1=false")
 	omitGates := fs.String("omit-feature-gates", "", "restart: gates left out of the component's --feature-gates (for an older binary), comma-separated")
 	binary := fs.String("binary", "", "restart: run this binary instead (another Kubernetes version)")
+	version := fs.String("version", "", "restart: run <output-dir>/bin/kube/<version>/<component> (hack/build-binaries.sh builds it), without the cluster's Workload-Aware Scheduling gates, which another version may not know: the vendor hook's <version>")
 	reset := fs.Bool("reset", false, "restart: drop the component's earlier overrides first, back to the cluster's settings")
 	componentArgs := extraArgs{}
 	fs.Var(componentArgs, "arg", "restart: a flag of the component as name=value, without the leading --, merged over its current flags; repeatable (e.g. --arg controllers= idles the reference controller-manager)")
@@ -94,6 +96,13 @@ func clusterCmd(verb string, args []string) error {
 	case "kill", "restart-together", "stop-node", "start-node", "compact-etcd":
 		return clusterFaultCmd(verb, *dir, *component, *node)
 	case "restart":
+		if *version != "" {
+			b, omit, err := versionBinary(*outputDir, *component, *version)
+			if err != nil {
+				return err
+			}
+			*binary, *omitGates = b, omit
+		}
 		return restartCmd(*dir, *component, *gates, *runtimeConfig, *omitGates, *binary, componentArgs, *reset)
 	case "down":
 		stopped, err := localcluster.StopWorkDir(*dir)
@@ -117,6 +126,21 @@ func clusterCmd(verb string, args []string) error {
 	}
 	return clusterUp(upOptions{dir: *dir, outputDir: *outputDir, kubeVersion: *kubeVersion, addon: *addon, addonBinDir: *addonBinDir,
 		gates: *gates, zones: *zones, racksPerZone: *racks, nodesPerRack: *nodes, timeout: *timeout})
+}
+
+// versionBinary is the binary of component at version that
+// hack/build-binaries.sh builds, and the cluster's gates it must run without
+// (they are this release's; the hook protocol gives another version only
+// the gates named in the call).
+func versionBinary(outputDir, component, version string) (binary, omitGates string, err error) {
+	binary, err = filepath.Abs(filepath.Join(outputDir, "bin", "kube", version, component))
+	if err != nil {
+		return "", "", err
+	}
+	if _, err := os.Stat(binary); err != nil {
+		return "", "", fmt.Errorf("--version %s: no %s: build it with `KUBE_VERSION=%s KUBE_BINARIES=%s hack/build-binaries.sh`", version, binary, version, component)
+	}
+	return binary, strings.Join(slices.Sorted(maps.Keys(cluster.KubeFeatureGates())), ","), nil
 }
 
 // restartCmd reconfigures one component of a running `cluster up` cluster:
