@@ -206,8 +206,9 @@ const podTemplateGenerationLabel = "pod-template-generation"
 // refusedToRun says how a pod of ds's current template keeps exiting with
 // an error ("" while none does): a component that refuses its settings
 // (flags, feature gates) exits at start, again after each restart, and the
-// rollout would only time out. Two failed runs are needed, not one: a
-// component may exit once on purpose (a crash point) and stay up after.
+// rollout would only time out. Three failed runs in a row, the kubelet
+// backing off, are needed, not one: a component may exit once on purpose (a
+// crash point) or twice on a transient error, and then stay up.
 func (h *Hook) refusedToRun(ctx context.Context, ds *appsv1.DaemonSet, sel labels.Selector) (string, error) {
 	pods, err := h.Client.CoreV1().Pods(ds.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
 	if err != nil {
@@ -219,7 +220,8 @@ func (h *Hook) refusedToRun(ctx context.Context, ds *appsv1.DaemonSet, sel label
 		}
 		for _, cs := range p.Status.ContainerStatuses {
 			t := cs.LastTerminationState.Terminated
-			if cs.RestartCount >= 2 && t != nil && t.ExitCode != 0 {
+			backingOff := cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff"
+			if cs.RestartCount >= 3 && backingOff && t != nil && t.ExitCode != 0 {
 				return fmt.Sprintf("container %s of pod %s exited with code %d %d times: %s", cs.Name, p.Name, t.ExitCode, cs.RestartCount,
 					lastLine(t.Message)), nil
 			}

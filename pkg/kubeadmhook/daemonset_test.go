@@ -76,11 +76,12 @@ func TestRefusedToRun(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "was-controller-manager", Namespace: "was-system", Generation: 3},
 		Spec:       appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "ctl"}}},
 	}
-	pod := func(generation string, restarts int32, exit int32) *corev1.Pod {
+	pod := func(generation string, restarts int32, exit int32, waiting string) *corev1.Pod {
 		return &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "ctl-" + generation, Namespace: "was-system",
 				Labels: map[string]string{"app": "ctl", podTemplateGenerationLabel: generation}},
 			Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "ctl", RestartCount: restarts,
+				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: waiting}},
 				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: exit,
 					Message: "usage...\ninvalid argument: WorkloadWithDeployment is enabled, but depends on features that are disabled: [GenericWorkload]"}}}}},
 		}
@@ -90,10 +91,11 @@ func TestRefusedToRun(t *testing.T) {
 		pod     *corev1.Pod
 		refused bool
 	}{
-		{"current template, exits again and again", pod("3", 2, 2), true},
-		{"current template, exited once", pod("3", 1, 2), false},
-		{"current template, restarted after clean exits", pod("3", 4, 0), false},
-		{"an older template's pod", pod("2", 5, 1), false},
+		{"current template, exits again and again", pod("3", 3, 2, "CrashLoopBackOff"), true},
+		{"current template, exited twice (a transient error)", pod("3", 2, 2, "CrashLoopBackOff"), false},
+		{"current template, failed before but starting again", pod("3", 4, 2, "ContainerCreating"), false},
+		{"current template, restarted after clean exits", pod("3", 4, 0, "CrashLoopBackOff"), false},
+		{"an older template's pod", pod("2", 5, 1, "CrashLoopBackOff"), false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h := &Hook{Client: fake.NewClientset(c.pod)}
