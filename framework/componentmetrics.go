@@ -9,6 +9,10 @@ import (
 	"github.com/onsi/ginkgo/v2"
 )
 
+// StatefulSetCreationErrors is KEP-6277's one metric, served by the
+// implementation's controllers.
+const StatefulSetCreationErrors = "statefulset_workload_creation_errors_total"
+
 // ImplementationMetricsURL returns where the implementation's controllers
 // serve metrics (--implementation-metrics-url, or the reference add-on's
 // endpoint on the harness's local cluster), and whether that is the
@@ -17,18 +21,34 @@ import (
 // skips the spec, saying how to give it the endpoint.
 func ImplementationMetricsURL(metric string) (url string, reference bool) {
 	ginkgo.GinkgoHelper()
+	url, reference, why := locateImplementationMetrics()
+	if url == "" {
+		ginkgo.Skip(metric + why)
+	}
+	return url, reference
+}
+
+// ImplementationMetricsURLIfAny is ImplementationMetricsURL for a spec whose
+// subject is elsewhere: "" where the metrics cannot be reached, no skip.
+func ImplementationMetricsURLIfAny() string {
+	url, _, _ := locateImplementationMetrics()
+	return url
+}
+
+// locateImplementationMetrics finds the implementation's metrics endpoint,
+// or says (as the end of a sentence naming the metric) why there is none.
+func locateImplementationMetrics() (url string, reference bool, why string) {
 	if u := TestContext.ImplementationMetricsURL; u != "" {
-		return u, false
+		return u, false, ""
 	}
 	if LocalCluster != nil {
 		u, err := LocalCluster.MetricsURL(ReferenceControllerManager)
 		if err == nil {
-			return u, true
+			return u, true, ""
 		}
-		ginkgo.Skip(metric + " is the implementation's own and the local cluster's add-on serves no metrics (" + err.Error() + "): give the suite --implementation-metrics-url")
+		return "", false, " is the implementation's own and the local cluster's add-on serves no metrics (" + err.Error() + "): give the suite --implementation-metrics-url"
 	}
-	ginkgo.Skip(metric + " is served by the implementation's controllers, not the API: give the suite --implementation-metrics-url (env IMPLEMENTATION_METRICS_URL), e.g. through kubectl port-forward (docs/vendor-guide.md)")
-	return "", false
+	return "", false, " is served by the implementation's controllers, not the API: give the suite --implementation-metrics-url (env IMPLEMENTATION_METRICS_URL), e.g. through kubectl port-forward (docs/vendor-guide.md)"
 }
 
 // ReadHistogramCount returns the observation count (the _count series,

@@ -14,9 +14,6 @@ import (
 	"github.com/workload-aware/apps-harness/framework/builder"
 )
 
-// stsCreationErrors is KEP-6277's one metric.
-const stsCreationErrors = "statefulset_workload_creation_errors_total"
-
 // S-P9's PodGroup half. KEP-6277, Monitoring Requirements: "Event Reason:
 // WorkloadCreationFailed — emitted when Workload or PodGroup creation
 // fails"; "Event Reason: PodGroupCreated — emitted when the runtime PodGroup
@@ -58,13 +55,13 @@ var _ = ginkgo.Describe("StatefulSet events when its PodGroup cannot be created"
 				return fmt.Sprintf("pods=%d podgroups=%d", len(pods), len(apps.ListPodGroups(ctx, f))), err
 			}).WithTimeout(f.Timeouts.StaysUnbound).WithPolling(f.Timeouts.Poll).Should(gomega.Equal("pods=0 podgroups=0"))
 			if metricsURL != "" {
-				after, err := framework.ReadCounter(ctx, metricsURL, stsCreationErrors)
+				after, err := framework.ReadCounter(ctx, metricsURL, framework.StatefulSetCreationErrors)
 				gomega.Expect(err).NotTo(gomega.HaveOccurred())
 				// Other specs' failures may add to it too: the reading says
 				// what was seen, not why.
-				reading := stsCreationErrors + " rose while PodGroup creates were denied"
+				reading := framework.StatefulSetCreationErrors + " rose while PodGroup creates were denied"
 				if after <= metricsBefore {
-					reading = stsCreationErrors + " did not rise while PodGroup creates were denied (it counts Workload failures only)"
+					reading = framework.StatefulSetCreationErrors + " did not rise while PodGroup creates were denied (it counts Workload failures only)"
 				}
 				framework.RecordReading(reading)
 			}
@@ -82,16 +79,13 @@ var _ = ginkgo.Describe("StatefulSet events when its PodGroup cannot be created"
 // metrics can be read ("" and no skip where they cannot: the events are
 // this spec's subject).
 func creationErrorsIfReachable(ctx context.Context) (string, float64) {
-	url := framework.TestContext.ImplementationMetricsURL
-	if url == "" && framework.LocalCluster != nil {
-		url, _ = framework.LocalCluster.MetricsURL(framework.ReferenceControllerManager)
-	}
+	url := framework.ImplementationMetricsURLIfAny()
 	if url == "" {
 		return "", 0
 	}
-	v, err := framework.ReadCounter(ctx, url, stsCreationErrors)
+	v, err := framework.ReadCounter(ctx, url, framework.StatefulSetCreationErrors)
 	if err != nil {
-		ginkgo.GinkgoWriter.Printf("reading %s at %s: %v; the reading is not recorded\n", stsCreationErrors, url, err)
+		ginkgo.GinkgoWriter.Printf("reading %s at %s: %v; the reading is not recorded\n", framework.StatefulSetCreationErrors, url, err)
 		return "", 0
 	}
 	return url, v

@@ -218,7 +218,7 @@ func walkDowngrade(ctx context.Context, f *framework.Framework, s pathSubject, s
 		// The KEPs leave that to KEP-5729 (KEP-6277: "See KEP-5729 for
 		// detailed downgrade behavior of PodGroup-level ResourceClaims"), which
 		// this suite does not test, so this entry runs without claims.
-		missing = "the previous minor's kube-controller-manager predates PodGroup-level claims (KEP-5729's downgrade, not these KEPs')"
+		missing = skewedClaimsGap
 	}
 	if missing != "" {
 		ginkgo.By("without PodGroup-level claims: " + missing)
@@ -332,6 +332,10 @@ func walkDowngrade(ctx context.Context, f *framework.Framework, s pathSubject, s
 	dups.ExpectNone()
 	expectCreations(history, 1, 1)
 }
+
+// skewedClaimsGap is why a downgrade to the previous minor runs without a
+// PodGroup-level claim.
+const skewedClaimsGap = "the previous minor's kube-controller-manager predates PodGroup-level claims (KEP-5729's downgrade, not these KEPs')"
 
 // downgradeTo is the kube-controller-manager the cluster goes back to: this
 // release's binary with its own apps controllers on, or (skewed) the

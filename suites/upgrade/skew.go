@@ -23,7 +23,7 @@ import (
 // (turned off in 1.37, or a real 1.36 kube-scheduler).
 
 const (
-	stsCreationErrors        = "statefulset_workload_creation_errors_total"
+	stsCreationErrors        = framework.StatefulSetCreationErrors
 	deploymentCreationErrors = "was_deployment_scheduling_object_creation_errors_total"
 )
 

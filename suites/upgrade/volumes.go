@@ -173,7 +173,7 @@ func walkVolumes(ctx context.Context, f *framework.Framework, d downgrade) {
 		// As walkDowngrade's skewed entry: the previous minor's
 		// ResourceClaim controller predates PodGroup-level claims, and
 		// KEP-6277 leaves that downgrade to KEP-5729.
-		missing = "the previous minor's kube-controller-manager predates PodGroup-level claims (KEP-5729's downgrade, not these KEPs')"
+		missing = skewedClaimsGap
 	}
 	if missing != "" {
 		ginkgo.By("without a PodGroup-level claim, the PVCs only: " + missing)
