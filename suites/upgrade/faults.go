@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
@@ -15,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
 	"github.com/workload-aware/apps-harness/framework"
@@ -168,7 +170,7 @@ var _ = ginkgo.Describe("Control-plane faults in the middle of a rollout or a sc
 			ginkgo.By(fmt.Sprintf("stopping worker %s, which runs %v and %v", node, dOn, sOn))
 			start := framework.StopNode(ctx, node)
 			waitNodeNotReady(ctx, f, node)
-			waitPodsLeaving(ctx, f, append(podUIDs(dBefore, dOn), podUIDs(sBefore, sOn)...))
+			waitPodsLeaving(ctx, f, node, append(podUIDs(dBefore, dOn), podUIDs(sBefore, sOn)...))
 
 			ginkgo.By("while the worker is down: the Deployment's replacements run in its one PodGroup, the StatefulSet's objects stay")
 			dDown := apps.WaitForGang(ctx, recovering(f), d, 3, 3)
@@ -459,23 +461,79 @@ func waitNodeNotReady(ctx context.Context, f *framework.Framework, node string) 
 
 // waitPodsLeaving waits until each pod is being deleted or gone: the
 // taint-based eviction of the stopped node's pods (Kubernetes', which their
-// zero tolerationSeconds make immediate) has happened.
-func waitPodsLeaving(ctx context.Context, f *framework.Framework, uids []types.UID) {
+// zero tolerationSeconds make immediate) has happened. That eviction is the
+// cluster's, not the implementation's, and the node lifecycle controller may
+// withhold it (it stops evicting in a zone it judges disrupted); so when it
+// has not come within evictionWait the spec says why it may not have, with
+// the Nodes as they stand, and deletes the pods itself, as an operator
+// clearing a dead node does. They then stand where an eviction leaves them:
+// being deleted, held by the stopped kubelet.
+func waitPodsLeaving(ctx context.Context, f *framework.Framework, node string, uids []types.UID) {
 	ginkgo.GinkgoHelper()
-	gomega.Eventually(ctx, func(ctx context.Context) ([]string, error) {
+	staying := func(ctx context.Context) ([]corev1.Pod, error) {
 		list, err := f.ClientSet.CoreV1().Pods(f.Namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return nil, err
 		}
-		var staying []string
+		var out []corev1.Pod
 		for _, p := range list.Items {
 			if slices.Contains(uids, p.UID) && p.DeletionTimestamp == nil {
-				staying = append(staying, p.Name)
+				out = append(out, p)
 			}
 		}
-		return staying, nil
-	}).WithTimeout(f.Timeouts.PodsBound).WithPolling(f.Timeouts.Poll).Should(gomega.BeEmpty(),
-		"waiting for the taint-based eviction of the stopped node's pods (tolerationSeconds 0 for node.kubernetes.io/unreachable and not-ready)")
+		return out, nil
+	}
+	var left []corev1.Pod
+	err := wait.PollUntilContextTimeout(ctx, f.Timeouts.Poll, evictionWait, true, func(ctx context.Context) (bool, error) {
+		var err error
+		left, err = staying(ctx)
+		return err == nil && len(left) == 0, nil
+	})
+	if err == nil {
+		return
+	}
+	gomega.Expect(ctx.Err()).NotTo(gomega.HaveOccurred())
+	why := fmt.Sprintf("no taint-based eviction of %d pod(s) of stopped node %s within %s; the Nodes now: %s", len(left), node, evictionWait, nodesSummary(ctx, f))
+	ginkgo.AddReportEntry("eviction withheld", why)
+	ginkgo.By(why + "; deleting the pods as an operator would")
+	for _, p := range left {
+		err := f.ClientSet.CoreV1().Pods(f.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
+		if !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			gomega.Expect(err).NotTo(gomega.HaveOccurred(), "deleting pod %s of stopped node %s", p.Name, node)
+		}
+	}
+	gomega.Eventually(ctx, staying).WithTimeout(f.Timeouts.PodsBound).WithPolling(f.Timeouts.Poll).Should(gomega.BeEmpty(),
+		"waiting for the pods of stopped node %s to be deleted", node)
+}
+
+// evictionWait bounds the wait for the taint-based eviction of a stopped
+// node's pods once the Node is NotReady: the node lifecycle controller taints
+// it within a monitor period or two and the eviction of a pod that
+// tolerates nothing is immediate, so this is ample.
+const evictionWait = 2 * time.Minute
+
+// nodesSummary is each Node's Ready status, taints and zone: what the node
+// lifecycle controller decides disruption and eviction by.
+func nodesSummary(ctx context.Context, f *framework.Framework) string {
+	nodes, err := f.ClientSet.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "(cannot list Nodes: " + err.Error() + ")"
+	}
+	var out []string
+	for _, n := range nodes.Items {
+		ready := "no Ready condition"
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				ready = fmt.Sprintf("Ready=%s since %s", c.Status, c.LastTransitionTime.UTC().Format(time.TimeOnly))
+			}
+		}
+		var taints []string
+		for _, t := range n.Spec.Taints {
+			taints = append(taints, t.Key+":"+string(t.Effect))
+		}
+		out = append(out, fmt.Sprintf("%s(zone %q, %s, taints %v)", n.Name, n.Labels[corev1.LabelTopologyZone], ready, taints))
+	}
+	return strings.Join(out, "; ")
 }
 
 // stsRollout is where a StatefulSet's rolling update stands.
