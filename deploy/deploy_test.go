@@ -265,7 +265,7 @@ func TestRenderedKinds(t *testing.T) {
 		kinds[o.GetKind()]++
 	}
 	t.Logf("rendered: %v", kinds)
-	want := []string{"ClusterRole", "ClusterRoleBinding", "DaemonSet", "Namespace", "NetworkPolicy", "Role", "RoleBinding", "Service", "ServiceAccount", "ValidatingWebhookConfiguration"}
+	want := []string{"ClusterRole", "ClusterRoleBinding", "DaemonSet", "Namespace", "NetworkPolicy", "Role", "RoleBinding", "Service", "ServiceAccount", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ValidatingWebhookConfiguration"}
 	if got := slices.Sorted(maps.Keys(kinds)); !slices.Equal(got, want) {
 		t.Errorf("kinds %v, want %v", got, want)
 	}
