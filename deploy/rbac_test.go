@@ -96,7 +96,7 @@ func webhookSide(subject string) []expected {
 func selfSignedCertificate(subject string) []expected {
 	return []expected{
 		{"selfsigned.go ensureSecret: the first webhook pod creates the Secret (create cannot be limited by name)", grants(subject, Namespace, "", []string{"secrets"}, []string{"create"}, nil)},
-		{"selfsigned.go ensureSecret: every pod reads the Secret and renews or replaces it", grants(subject, Namespace, "", []string{"secrets"}, []string{"get", "update"}, []string{"was-webhook-tls"})},
+		{"selfsigned.go ensureSecret: every pod reads the Secret and renews or replaces it; rewrite deletes one whose type or immutability forbids an update, to create it again", grants(subject, Namespace, "", []string{"secrets"}, []string{"get", "update", "delete"}, []string{"was-webhook-tls"})},
 		{"selfsigned.go rewrite: an event on the Secret when it is renewed or replaced (the recorder creates, then patches repeats)", grants(subject, Namespace, "", []string{"events"}, []string{"create", "patch"}, nil)},
 		{"selfsigned.go setCABundle: the CA into its own webhook configuration's caBundle", grants(subject, "", "admissionregistration.k8s.io", []string{"validatingwebhookconfigurations"}, []string{"get", "update"}, []string{"was-harness-apps-admission"})},
 	}

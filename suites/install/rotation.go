@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 
 	"github.com/workload-aware/apps-harness/api/intent"
 	"github.com/workload-aware/apps-harness/deploy"
@@ -110,6 +111,55 @@ var _ = ginkgo.Describe("Install of the reference implementation: the webhook's 
 		gomega.Expect(renewed.NotAfter.After(first.NotAfter)).To(gomega.BeTrue(), "the renewed certificate ends %s, not after the first's %s", renewed.NotAfter, first.NotAfter)
 		expectEvent(ctx, f, secretName, corev1.EventTypeNormal, reasonCertificateRenewed)
 	})
+
+	// A Secret's type cannot be changed, and an immutable Secret's data
+	// cannot: an update of either into the webhook's own fails on a real API
+	// server (a fake clientset lets it through), and a webhook that only
+	// updates never starts. It must delete the planted object and create its
+	// own, with one event, the process running on.
+	for _, planted := range []struct {
+		kind  string
+		plant func(*corev1.Secret)
+	}{
+		{"of type Opaque", func(s *corev1.Secret) { s.Type = corev1.SecretTypeOpaque }},
+		{"that is immutable", func(s *corev1.Secret) { s.Immutable = ptr.To(true) }},
+	} {
+		ginkgo.It("replaces a planted Secret "+planted.kind+" by deleting it and creating its own, with an event, and serves from it without a restart", func(ctx context.Context) {
+			in := requireInstalled(ctx, f, framework.ReferenceWebhook)
+			d := rendered()
+			wc := d.webhookConfiguration()
+			secretName := selfSignedSecretName(d)
+			host := webhookServerName(ctx, f, wc.Name)
+			change := framework.ComponentChange{Component: framework.ReferenceWebhook, ComponentConfig: localcluster.ComponentConfig{
+				ExtraArgs: rotationArgs(in, f.Namespace+"/"+secretName, host, wc.Name)}}
+			framework.RequireReconfigure(change)
+			if in.local == nil {
+				expectLiveSecretKept(ctx, f, in)
+			}
+			grantWebhookRBAC(ctx, f, d, in.user())
+			restoreWebhookClientConfig(ctx, f, wc.Name)
+
+			ginkgo.By("planting a Secret " + secretName + " " + planted.kind + " that was-controller-manager did not make")
+			old := plantSecret(ctx, f, secretName, host, planted.plant)
+
+			framework.Reconfigure(ctx, framework.ReconfigureInput{Cluster: in.local, Changes: []framework.ComponentChange{change}})
+			running := in.running(ctx, f)
+
+			ginkgo.By("checking that a new Secret of the webhook's own replaced it, with an event, and is what the webhook serves")
+			secret, err := f.ClientSet.CoreV1().Secrets(f.Namespace).Get(ctx, secretName, metav1.GetOptions{})
+			gomega.Expect(err).NotTo(gomega.HaveOccurred())
+			gomega.Expect(secret.UID).NotTo(gomega.Equal(old.UID), "the planted Secret %s is still there: it cannot be updated into the webhook's", planted.kind)
+			gomega.Expect(secret.Type).To(gomega.Equal(corev1.SecretTypeTLS))
+			gomega.Expect(secret.Labels).To(gomega.HaveKeyWithValue("app.kubernetes.io/managed-by", "was-controller-manager"))
+			gomega.Expect(secret.Data["ca.crt"]).NotTo(gomega.Equal(old.Data["ca.crt"]), "the planted CA was kept")
+			expectEvent(ctx, f, secretName, corev1.EventTypeWarning, reasonCertificateReplaced)
+			bundle := caBundle(ctx, f, wc.Name)
+			gomega.Expect(bundle).To(gomega.Equal(secret.Data["ca.crt"]), "the caBundle is not the new Secret's CA")
+			servedCertificate(webhookAddress(ctx, f, in, wc.Name), host, bundle)
+			gomega.Consistently(ctx, func(ctx context.Context) []string { return in.running(ctx, f) }).WithTimeout(10*time.Second).WithPolling(time.Second).
+				Should(gomega.Equal(running), "the webhook restarted after replacing the Secret")
+		})
+	}
 })
 
 // rotationArgs are the webhook's flags for the spec: its certificate in
@@ -222,7 +272,7 @@ func restoreWebhookClientConfig(ctx context.Context, f *framework.Framework, nam
 // plantSecret creates a Secret of the webhook's name that someone else
 // made: a valid certificate for the webhook's host, from a CA of their own,
 // so only its origin makes the webhook replace it.
-func plantSecret(ctx context.Context, f *framework.Framework, name, host string) *corev1.Secret {
+func plantSecret(ctx context.Context, f *framework.Framework, name, host string, mutate ...func(*corev1.Secret)) *corev1.Secret {
 	ginkgo.GinkgoHelper()
 	ca, err := pki.NewCA("planted")
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
@@ -236,10 +286,14 @@ func plantSecret(ctx context.Context, f *framework.Framework, name, host string)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	key, _ := pki.KeyPEM(kp.Key)
 	caKey, _ := pki.KeyPEM(ca.Key)
-	s, err := f.ClientSet.CoreV1().Secrets(f.Namespace).Create(ctx, &corev1.Secret{
+	planted := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name}, Type: corev1.SecretTypeTLS,
 		Data: map[string][]byte{"tls.crt": pki.CertPEM(kp.Cert), "tls.key": key, "ca.crt": pki.CertPEM(ca.Cert), "ca.key": caKey},
-	}, metav1.CreateOptions{})
+	}
+	for _, m := range mutate {
+		m(planted)
+	}
+	s, err := f.ClientSet.CoreV1().Secrets(f.Namespace).Create(ctx, planted, metav1.CreateOptions{})
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	return s
 }

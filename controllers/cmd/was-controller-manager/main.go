@@ -221,7 +221,7 @@ func clients(o options, identity string) (*rest.Config, kubernetes.Interface, er
 // certificate that is renewed in place; its server error goes to serveErr.
 func startWebhook(ctx context.Context, o options, root kubernetes.Interface, health *healthChecks, serveErr chan<- error) error {
 	wh := http.NewServeMux()
-	srv := newServer(o.webhookBindAddress, wh, nil)
+	srv := newWebhookServer(o.webhookBindAddress, wh)
 	source, err := webhookCertificate(ctx, o, root, func() { dropIdleConnections(srv) })
 	if err != nil {
 		return err

@@ -334,14 +334,34 @@ func (c *selfSignedCertificate) rewrite(ctx context.Context, existing *corev1.Se
 	if err != nil {
 		return nil, err
 	}
-	next := existing.DeepCopy()
-	next.Data = data
-	next.Type = corev1.SecretTypeTLS
-	if next.Labels == nil {
-		next.Labels = map[string]string{}
+	var updated *corev1.Secret
+	if cannot := unupdatable(existing); cannot != "" {
+		// A Secret's type cannot change and an immutable one's data cannot:
+		// an Update would fail on every sync and the pod never start. The
+		// planted Secret is deleted (that object only: a UID precondition)
+		// and ours created in its place; another replica doing the same
+		// makes one of the two creates fail, and the retry reads the winner's.
+		message += "; the Secret was " + cannot + ", so it was deleted and created again"
+		api := c.client.CoreV1().Secrets(c.namespace)
+		if err := api.Delete(ctx, existing.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &existing.UID}}); err != nil && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("deleting the planted Secret %s (%s): %w", c.opts.secret, cannot, err)
+		}
+		updated, err = api.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: c.name, Namespace: c.namespace, Labels: map[string]string{managedByLabel: managedByValue}},
+			Type:       corev1.SecretTypeTLS, Data: data,
+		}, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return nil, apierrors.NewConflict(corev1.Resource("secrets"), c.name, err)
+		}
+	} else {
+		next := existing.DeepCopy()
+		next.Data = data
+		if next.Labels == nil {
+			next.Labels = map[string]string{}
+		}
+		next.Labels[managedByLabel] = managedByValue
+		updated, err = c.client.CoreV1().Secrets(c.namespace).Update(ctx, next, metav1.UpdateOptions{})
 	}
-	next.Labels[managedByLabel] = managedByValue
-	updated, err := c.client.CoreV1().Secrets(c.namespace).Update(ctx, next, metav1.UpdateOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -350,6 +370,18 @@ func (c *selfSignedCertificate) rewrite(ctx context.Context, existing *corev1.Se
 		c.recorder.Event(updated, eventType, reason, message)
 	}
 	return updated, nil
+}
+
+// unupdatable says why existing cannot be rewritten in place ("" when it
+// can): its type is not kubernetes.io/tls, or it is immutable.
+func unupdatable(existing *corev1.Secret) string {
+	switch {
+	case existing.Type != corev1.SecretTypeTLS:
+		return fmt.Sprintf("of type %q, which cannot be changed to %s", existing.Type, corev1.SecretTypeTLS)
+	case existing.Immutable != nil && *existing.Immutable:
+		return "immutable"
+	}
+	return ""
 }
 
 // issue returns the Secret's data: a serving certificate from ca (a new CA

@@ -38,9 +38,44 @@ func newServer(addr string, handler http.Handler, tlsConfig *tls.Config) *http.S
 }
 
 // webhookTLSConfig looks the certificate up on every handshake, so a
-// renewed certificate is served without a restart.
+// renewed certificate is served without a restart. The API server is the
+// webhook's only client and speaks TLS 1.3, so nothing older is offered,
+// and only HTTP/1.1 is (newWebhookServer).
 func webhookTLSConfig(source certificateSource) *tls.Config {
-	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: source.GetCertificate}
+	return &tls.Config{MinVersion: tls.VersionTLS13, GetCertificate: source.GetCertificate, NextProtos: []string{"http/1.1"}}
+}
+
+// maxWebhookInFlight bounds the reviews the webhook handles at once. Each
+// may hold a body of up to twice the API server's request limit while it is
+// decoded, so an unbounded number of parallel bodies would outgrow the
+// container's memory limit; the API server's own reviews are small and
+// quick, and one over the bound is refused at once (429) rather than queued.
+const maxWebhookInFlight = 16
+
+// newWebhookServer is newServer for the admission webhook: HTTP/1.1 only
+// (HTTP/2 multiplexes many streams, each a body in flight, over one
+// connection) and at most maxWebhookInFlight requests handled at once.
+func newWebhookServer(addr string, handler http.Handler) *http.Server {
+	srv := newServer(addr, limitInFlight(handler, maxWebhookInFlight), nil)
+	srv.Protocols = new(http.Protocols)
+	srv.Protocols.SetHTTP1(true)
+	return srv
+}
+
+// limitInFlight serves at most n requests at once through h and answers
+// 429 Too Many Requests to any beyond them, without reading their bodies.
+func limitInFlight(h http.Handler, n int) http.Handler {
+	slots := make(chan struct{}, n)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case slots <- struct{}{}:
+			defer func() { <-slots }()
+			h.ServeHTTP(w, r)
+		default:
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "too many requests in flight", http.StatusTooManyRequests)
+		}
+	})
 }
 
 // dropIdleConnections closes srv's idle kept-alive connections (the next

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -147,3 +150,91 @@ func TestLeaderElectionDefaultsAndValidation(t *testing.T) {
 		t.Error("a lock other than leases accepted")
 	}
 }
+
+// TestWebhookServerRefusesBeyondItsInFlightBound: requests beyond the bound
+// get 429 at once, and the held ones complete.
+func TestWebhookServerRefusesBeyondItsInFlightBound(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{}, maxWebhookInFlight)
+	h := limitInFlight(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		entered <- struct{}{}
+		<-release
+	}), maxWebhookInFlight)
+	done := make(chan int, maxWebhookInFlight)
+	for range maxWebhookInFlight {
+		go func() {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/", nil))
+			done <- rec.Code
+		}()
+	}
+	for range maxWebhookInFlight {
+		<-entered
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/", nil))
+	if rec.Code != http.StatusTooManyRequests {
+		t.Errorf("request %d with %d in flight: HTTP %d, want 429", maxWebhookInFlight+1, maxWebhookInFlight, rec.Code)
+	}
+	close(release)
+	for range maxWebhookInFlight {
+		if code := <-done; code != http.StatusOK {
+			t.Errorf("a held request: HTTP %d", code)
+		}
+	}
+}
+
+// TestWebhookServerSpeaksTLS13AndHTTP11Only: a TLS 1.2 client is refused
+// at the handshake, and a client offering HTTP/2 gets HTTP/1.1.
+func TestWebhookServerSpeaksTLS13AndHTTP11Only(t *testing.T) {
+	ca, err := pki.NewCA("test-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, err := ca.Issue(pki.CertRequest{CommonName: "127.0.0.1", IPs: []net.IP{net.ParseIP("127.0.0.1")}, Server: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := pki.KeyPEM(kp.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(pki.CertPEM(kp.Cert), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newWebhookServer("127.0.0.1:0", http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	srv.TLSConfig = webhookTLSConfig(staticCertificate{&pair})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.ServeTLS(ln, "", "") }()
+	defer srv.Close()
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.Cert)
+	url := "https://" + ln.Addr().String() + "/"
+
+	old := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MaxVersion: tls.VersionTLS12}}}
+	if resp, err := old.Get(url); err == nil {
+		resp.Body.Close()
+		t.Errorf("a TLS 1.2 client was served (%s)", resp.Proto)
+	}
+	h2 := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}}
+	resp, err := h2.Get(url)
+	if err != nil {
+		t.Fatalf("a TLS 1.3 client: %v", err)
+	}
+	resp.Body.Close()
+	if resp.ProtoMajor != 1 || resp.TLS == nil || resp.TLS.Version != tls.VersionTLS13 {
+		t.Errorf("negotiated %s over TLS %x, want HTTP/1.1 over TLS 1.3", resp.Proto, resp.TLS.Version)
+	}
+}
+
+type staticCertificate struct{ cert *tls.Certificate }
+
+func (s staticCertificate) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	return s.cert, nil
+}
+
+func (staticCertificate) Check() error { return nil }
