@@ -45,6 +45,10 @@ KIND_NODE_IMAGE=${KIND_NODE_IMAGE:-localhost/kind-node:$KUBE_VERSION}
 KIND_VERSION=${KIND_VERSION:-v0.33.0}
 DEBIAN_SUITE=${DEBIAN_SUITE:-bookworm}
 DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+# The mirror is plain HTTP: what makes its packages trustworthy is the signed
+# Release file, which debootstrap checks against this keyring
+# (--force-check-gpg: no keyring, no build).
+DEBIAN_KEYRING=${DEBIAN_KEYRING:-/usr/share/keyrings/debian-archive-keyring.gpg}
 export GOFLAGS="${GOFLAGS:-} -buildvcs=false" GOTOOLCHAIN=${GOTOOLCHAIN:-local}
 # What a kind node needs (kind's base Dockerfile, minus network storage,
 # fuse-overlayfs and curl); runc and the CNI plugins come from Debian too.
@@ -116,10 +120,12 @@ else
       { idle apt-get update && idle env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends debootstrap; }
     } >"$work/apt.log" 2>&1 || die "debootstrap is missing and apt-get cannot install it; see $work/apt.log"
   fi
-  log "debootstrap $DEBIAN_SUITE from $DEBIAN_MIRROR (a few minutes, once)"
+  [[ -r $DEBIAN_KEYRING ]] ||
+    die "$DEBIAN_KEYRING is missing: debootstrap checks the mirror's signed Release file against it (apt-get install debian-archive-keyring, or set DEBIAN_KEYRING)"
+  log "debootstrap $DEBIAN_SUITE from $DEBIAN_MIRROR, its Release signature checked against $DEBIAN_KEYRING (a few minutes, once)"
   t0=$SECONDS
   rm -rf "$work/rootfs.tmp"
-  idle debootstrap --variant=minbase --include="$PACKAGES" "$DEBIAN_SUITE" "$work/rootfs.tmp" "$DEBIAN_MIRROR" >"$work/debootstrap.log" 2>&1 ||
+  idle debootstrap --variant=minbase --keyring="$DEBIAN_KEYRING" --force-check-gpg --include="$PACKAGES" "$DEBIAN_SUITE" "$work/rootfs.tmp" "$DEBIAN_MIRROR" >"$work/debootstrap.log" 2>&1 ||
     die "debootstrap failed; see $work/debootstrap.log"
   rm -rf "$work/rootfs.tmp"/var/cache/apt/archives/*.deb "$work/rootfs.tmp"/var/lib/apt/lists/*
   idle tar -C "$work/rootfs.tmp" --numeric-owner -cf "$rootfs_tar.new" .
