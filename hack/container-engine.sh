@@ -19,6 +19,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUTPUT_DIR=${OUTPUT_DIR:-$ROOT/_output}
 state=$OUTPUT_DIR/engine
+# Where the runc wrapper goes when it is needed (root-owned; see up).
+ENGINE_RUNTIME_DIR=${ENGINE_RUNTIME_DIR:-/usr/local/lib/was-harness}
 log() { printf '[engine %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { printf '[engine] ERROR: %s\n' "$*" >&2; exit 2; }
 
@@ -57,11 +59,16 @@ up() {
     # it knows; runc fails with "unable to apply caps: operation not
     # permitted" when the bounding set lacks one. A runc wrapper
     # (hack/runc-capfilter) drops those.
-    log "this host's capability bounding set lacks $missing_caps: dockerd runs containers through $state/runc-capfilter"
+    # The wrapper becomes the runtime of a root dockerd, so it lives where
+    # only root can write, never in the (user-writable) checkout.
+    local runtime=$ENGINE_RUNTIME_DIR/runc-capfilter
+    log "this host's capability bounding set lacks $missing_caps: dockerd runs containers through $runtime"
     command -v jq >/dev/null || die "jq is needed for the runc wrapper (apt-get install jq)"
-    install -m 0755 "$ROOT/hack/runc-capfilter" "$state/runc-capfilter"
-    local json; json=$(printf '"%s",' $missing_caps); echo "[${json%,}]" >"$state/runc-capfilter.missing"
-    args+=(--add-runtime "capfilter=$state/runc-capfilter" --default-runtime capfilter)
+    install -d -o 0 -g 0 -m 0755 "$ENGINE_RUNTIME_DIR"
+    install -o 0 -g 0 -m 0755 "$ROOT/hack/runc-capfilter" "$runtime"
+    local json; json=$(printf '"%s",' $missing_caps); echo "[${json%,}]" >"$runtime.missing.new"
+    chown 0:0 "$runtime.missing.new" && chmod 0644 "$runtime.missing.new" && mv "$runtime.missing.new" "$runtime.missing"
+    args+=(--add-runtime "capfilter=$runtime" --default-runtime capfilter)
   fi
   log "starting dockerd ${args[*]} (log: $state/dockerd.log); 'hack/container-engine.sh down' stops it"
   # setsid: dockerd outlives this script, and is stopped by pid, not by name.
@@ -108,7 +115,15 @@ check() {
 
 down() {
   [[ -f $state/dockerd.pid ]] || { log "no dockerd started by us; nothing to stop"; return; }
-  local pid; pid=$(cat "$state/dockerd.pid")
+  local pid exe; pid=$(cat "$state/dockerd.pid")
+  [[ $pid =~ ^[0-9]+$ ]] || { log "$state/dockerd.pid holds no pid ($pid): nothing stopped"; rm -f "$state/dockerd.pid"; return; }
+  # The record is a file in the checkout: kill only what is still dockerd.
+  exe=$(readlink "/proc/$pid/exe" 2>/dev/null || true); exe=${exe% (deleted)}
+  if [[ -n $exe && ${exe##*/} != dockerd ]]; then
+    log "pid $pid is not dockerd any more ($exe): not stopping it; removing the stale record"
+    rm -f "$state/dockerd.pid"
+    return
+  fi
   if kill -0 "$pid" 2>/dev/null; then
     log "stopping the dockerd we started (pid $pid)"
     kill "$pid"
