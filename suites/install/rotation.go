@@ -59,19 +59,8 @@ var _ = ginkgo.Describe("Install of the reference implementation: the webhook's 
 		if framework.Intent.Mode != framework.IntentAnnotation {
 			ginkgo.Skip("the reference webhook sees only intent written as its annotation; the server serves spec.scheduling natively")
 		}
-		d := rendered()
-		wc := d.webhookConfiguration()
-		secretName := selfSignedSecretName(d)
-		host := webhookServerName(ctx, f, wc.Name)
-		change := framework.ComponentChange{Component: framework.ReferenceWebhook, ComponentConfig: localcluster.ComponentConfig{
-			ExtraArgs: rotationArgs(in, f.Namespace+"/"+secretName, host, wc.Name)}}
-		framework.RequireReconfigure(change)
+		wc, secretName, host, change := onOwnSecret(ctx, f, in)
 		cs := f.ClientSet
-		if in.local == nil {
-			expectLiveSecretKept(ctx, f, in)
-		}
-		grantWebhookRBAC(ctx, f, d, in.user())
-		restoreWebhookClientConfig(ctx, f, wc.Name)
 
 		ginkgo.By("planting a Secret " + secretName + " that was-controller-manager did not make")
 		planted := plantSecret(ctx, f, secretName, host)
@@ -126,18 +115,7 @@ var _ = ginkgo.Describe("Install of the reference implementation: the webhook's 
 	} {
 		ginkgo.It("replaces a planted Secret "+planted.kind+" by deleting it and creating its own, with an event, and serves from it without a restart", func(ctx context.Context) {
 			in := requireInstalled(ctx, f, framework.ReferenceWebhook)
-			d := rendered()
-			wc := d.webhookConfiguration()
-			secretName := selfSignedSecretName(d)
-			host := webhookServerName(ctx, f, wc.Name)
-			change := framework.ComponentChange{Component: framework.ReferenceWebhook, ComponentConfig: localcluster.ComponentConfig{
-				ExtraArgs: rotationArgs(in, f.Namespace+"/"+secretName, host, wc.Name)}}
-			framework.RequireReconfigure(change)
-			if in.local == nil {
-				expectLiveSecretKept(ctx, f, in)
-			}
-			grantWebhookRBAC(ctx, f, d, in.user())
-			restoreWebhookClientConfig(ctx, f, wc.Name)
+			wc, secretName, host, change := onOwnSecret(ctx, f, in)
 
 			ginkgo.By("planting a Secret " + secretName + " " + planted.kind + " that was-controller-manager did not make")
 			old := plantSecret(ctx, f, secretName, host, planted.plant)
@@ -161,6 +139,29 @@ var _ = ginkgo.Describe("Install of the reference implementation: the webhook's 
 		})
 	}
 })
+
+// onOwnSecret prepares the webhook in to run deploy/'s certificate
+// lifecycle on a Secret of the spec's namespace: the change that restarts it
+// so (to apply once the spec has set the Secret up), deploy/'s webhook RBAC
+// granted there, and cleanups that put its clientConfig back and check that
+// the live Secret was not touched. It returns the webhook configuration, the
+// Secret's name, the host the API server verifies and the change.
+func onOwnSecret(ctx context.Context, f *framework.Framework, in *installed) (wc *admissionregistrationv1.ValidatingWebhookConfiguration, secretName, host string, change framework.ComponentChange) {
+	ginkgo.GinkgoHelper()
+	d := rendered()
+	wc = d.webhookConfiguration()
+	secretName = selfSignedSecretName(d)
+	host = webhookServerName(ctx, f, wc.Name)
+	change = framework.ComponentChange{Component: framework.ReferenceWebhook, ComponentConfig: localcluster.ComponentConfig{
+		ExtraArgs: rotationArgs(in, f.Namespace+"/"+secretName, host, wc.Name)}}
+	framework.RequireReconfigure(change)
+	if in.local == nil {
+		expectLiveSecretKept(ctx, f, in)
+	}
+	grantWebhookRBAC(ctx, f, d, in.user())
+	restoreWebhookClientConfig(ctx, f, wc.Name)
+	return wc, secretName, host, change
+}
 
 // rotationArgs are the webhook's flags for the spec: its certificate in
 // secret (namespace/name), valid rotationValidity, its CA kept in the
