@@ -27,7 +27,6 @@ import (
 // and the namespace, and specs running side by side do not meet.
 type Denial struct {
 	f    *Framework
-	name string
 	what string
 	// probe tries a dry-run write, to see whether the apiserver enforces the
 	// denial yet; denied says whether its error is the denial's.
@@ -66,7 +65,7 @@ func DenyWrites(ctx context.Context, f *Framework, resource string, op admission
 		},
 	}
 	ar := f.ClientSet.AdmissionregistrationV1()
-	d := &Denial{f: f, name: name, what: "ValidatingAdmissionPolicy " + name, probe: probe,
+	d := &Denial{f: f, what: "ValidatingAdmissionPolicy " + name, probe: probe,
 		denied: func(err error) bool { return err != nil && strings.Contains(err.Error(), message) },
 		remove: func(ctx context.Context) error {
 			if err := ar.ValidatingAdmissionPolicyBindings().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
@@ -116,7 +115,7 @@ func FailWrites(ctx context.Context, f *Framework, resources []string, ops []adm
 		}},
 	}
 	webhooks := f.ClientSet.AdmissionregistrationV1().ValidatingWebhookConfigurations()
-	d := &Denial{f: f, name: name, what: "ValidatingWebhookConfiguration " + name + " (a webhook that cannot be called)", probe: probe,
+	d := &Denial{f: f, what: "ValidatingWebhookConfiguration " + name + " (a webhook that cannot be called)", probe: probe,
 		denied: func(err error) bool { return apierrors.IsInternalError(err) && strings.Contains(err.Error(), webhook) },
 		remove: func(ctx context.Context) error {
 			if err := webhooks.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {

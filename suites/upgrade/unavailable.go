@@ -8,7 +8,6 @@ import (
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -128,9 +127,7 @@ var _ = ginkgo.Describe("Workload and PodGroup writes failing with a server erro
 			gomega.Expect(err).NotTo(gomega.HaveOccurred())
 			for _, p := range pods {
 				err := f.ClientSet.CoreV1().Pods(f.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
-				if !apierrors.IsNotFound(err) {
-					gomega.Expect(err).NotTo(gomega.HaveOccurred(), "deleting pod %s", p.Name)
-				}
+				gomega.Expect(ignoreNotFound(err)).To(gomega.Succeed(), "deleting pod %s", p.Name)
 			}
 			apps.WaitForState(ctx, f, a, "no pod left", gomega.SatisfyAll(gomega.HaveField("Pods", gomega.BeEmpty()), gomega.HaveField("Terminating", gomega.BeEmpty())))
 			ginkgo.By(fmt.Sprintf("for %s more, while PodGroup deletes fail with 500: PodGroup %s stays", outage(), pg))

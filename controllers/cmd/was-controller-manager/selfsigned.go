@@ -287,10 +287,7 @@ func (c *selfSignedCertificate) ensureSecret(ctx context.Context) (*corev1.Secre
 			if err != nil {
 				return nil, err
 			}
-			created, err := api.Create(ctx, &corev1.Secret{
-				ObjectMeta: metav1.ObjectMeta{Name: c.name, Namespace: c.namespace, Labels: map[string]string{managedByLabel: managedByValue}},
-				Type:       corev1.SecretTypeTLS, Data: data,
-			}, metav1.CreateOptions{})
+			created, err := api.Create(ctx, c.ownSecret(data), metav1.CreateOptions{})
 			if lastErr = err; apierrors.IsAlreadyExists(err) {
 				continue
 			}
@@ -346,10 +343,7 @@ func (c *selfSignedCertificate) rewrite(ctx context.Context, existing *corev1.Se
 		if err := api.Delete(ctx, existing.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &existing.UID}}); err != nil && !apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("deleting the planted Secret %s (%s): %w", c.opts.secret, cannot, err)
 		}
-		updated, err = api.Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: c.name, Namespace: c.namespace, Labels: map[string]string{managedByLabel: managedByValue}},
-			Type:       corev1.SecretTypeTLS, Data: data,
-		}, metav1.CreateOptions{})
+		updated, err = api.Create(ctx, c.ownSecret(data), metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			return nil, apierrors.NewConflict(corev1.Resource("secrets"), c.name, err)
 		}
@@ -370,6 +364,15 @@ func (c *selfSignedCertificate) rewrite(ctx context.Context, existing *corev1.Se
 		c.recorder.Event(updated, eventType, reason, message)
 	}
 	return updated, nil
+}
+
+// ownSecret is the Secret the webhook makes: labelled as its own, of type
+// kubernetes.io/tls, holding data.
+func (c *selfSignedCertificate) ownSecret(data map[string][]byte) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: c.name, Namespace: c.namespace, Labels: map[string]string{managedByLabel: managedByValue}},
+		Type:       corev1.SecretTypeTLS, Data: data,
+	}
 }
 
 // unupdatable says why existing cannot be rewritten in place ("" when it

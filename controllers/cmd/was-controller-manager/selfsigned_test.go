@@ -355,23 +355,19 @@ func TestWebhookServesTheRenewedCertificateWithoutRestart(t *testing.T) {
 	ctx := context.Background()
 	client := newTestClient()
 	c, _ := newTestCertificate(t, client, time.Hour)
-	// The server as run() builds it (httptest would add a certificate of its own).
-	srv := newServer("127.0.0.1:0", http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), webhookTLSConfig(c))
+	// The server as startWebhook builds it (httptest would add a certificate of its own).
+	srv := newWebhookServer("127.0.0.1:0", http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	srv.TLSConfig = webhookTLSConfig(c)
 	c.onRenewed = func() { dropIdleConnections(srv) }
 	if err := c.sync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.ServeTLS(ln, "", "") }()
-	defer srv.Close()
+	addr := serveTLS(t, srv)
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caBundle(t, client))
 	kept := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}}}
 	request := func() *x509.Certificate {
-		resp, err := kept.Get("https://" + ln.Addr().String())
+		resp, err := kept.Get("https://" + addr)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -205,15 +205,9 @@ func TestWebhookServerSpeaksTLS13AndHTTP11Only(t *testing.T) {
 	}
 	srv := newWebhookServer("127.0.0.1:0", http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	srv.TLSConfig = webhookTLSConfig(staticCertificate{&pair})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.ServeTLS(ln, "", "") }()
-	defer srv.Close()
 	pool := x509.NewCertPool()
 	pool.AddCert(ca.Cert)
-	url := "https://" + ln.Addr().String() + "/"
+	url := "https://" + serveTLS(t, srv) + "/"
 
 	old := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MaxVersion: tls.VersionTLS12}}}
 	if resp, err := old.Get(url); err == nil {
@@ -238,3 +232,16 @@ func (s staticCertificate) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificat
 }
 
 func (staticCertificate) Check() error { return nil }
+
+// serveTLS serves srv (its TLSConfig) on a loopback port until the test
+// ends, and returns the address.
+func serveTLS(t *testing.T, srv *http.Server) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.ServeTLS(ln, "", "") }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return ln.Addr().String()
+}
