@@ -31,6 +31,8 @@ require (
 	sigs.k8s.io/yaml v1.6.0
 )
 
+require github.com/fsnotify/fsnotify v1.9.0 // indirect
+
 require (
 	codeberg.org/go-fonts/liberation v0.5.0 // indirect
 	codeberg.org/go-latex/latex v0.2.0 // indirect

@@ -87,7 +87,7 @@ func controllerSide(subject string) []expected {
 // webhookSide is what the identity serving the webhook needs.
 func webhookSide(subject string) []expected {
 	return []expected{
-		{"main.go GetDeployment: a deployments/scale review carries only the Scale; KEP-6276 rejects a scale below an explicit minCount, so the webhook reads the Deployment", grants(subject, "", "apps", []string{"deployments"}, []string{"get"}, nil)},
+		{"main.go startWebhook: a deployments/scale review carries only the Scale; KEP-6276 rejects a scale below an explicit minCount, so the webhook reads the Deployment, from a watched cache (admission.DeploymentReader) or live when the cache lags", grants(subject, "", "apps", []string{"deployments"}, []string{"get", "list", "watch"}, nil)},
 	}
 }
 

@@ -67,6 +67,10 @@ type Config struct {
 	// pause image preloaded into its node image, with IfNotPresent.
 	PodImage           string
 	PodImagePullPolicy string
+	// ForgerImage is hack/forger's image, present on the nodes (make
+	// e2e-kind loads it): the hostile-load install spec runs it as a pod,
+	// and skips without it.
+	ForgerImage string
 	// Timeouts bound every wait; TimeoutScale multiplies them all.
 	Timeouts     Timeouts
 	TimeoutScale float64
@@ -196,6 +200,7 @@ func RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&TestContext.FaultCommand, "fault-command", os.Getenv("FAULT_COMMAND"), "an existing cluster: shell command that makes one fault and returns when done, run as `sh -c COMMAND sh ACTION TARGET`, both also in $WAS_FAULT_ACTION and $WAS_FAULT_TARGET: restart etcd|kube-apiserver|kube-controller-manager|kube-scheduler|control-plane, stop-node NODE, start-node NODE, compact-etcd, and check (before any spec) or check ACTION (before the first spec that needs ACTION) (see docs/vendor-guide.md); it lets the Fault specs run (env FAULT_COMMAND)")
 	fs.StringVar(&TestContext.HookDir, "hook-dir", os.Getenv(HookDirEnv), "directory a hook command's relative first word (hack/reconfigure-local.sh) is resolved against; make passes the directory it was called from; empty: the working directory (env "+HookDirEnv+")")
 	fs.StringVar(&TestContext.PodImage, "pod-image", envOr("POD_IMAGE", builder.DefaultImage), "image of the suite's pods; on a cluster whose kubelets run pods it must be present on the nodes or pullable (env POD_IMAGE)")
+	fs.StringVar(&TestContext.ForgerImage, "forger-image", os.Getenv("FORGER_IMAGE"), "image of hack/forger on the nodes (make e2e-kind loads it): the install spec of the webhook under hostile load runs it as a pod, and skips without it (env FORGER_IMAGE)")
 	fs.StringVar(&TestContext.PodImagePullPolicy, "pod-image-pull-policy", os.Getenv("POD_IMAGE_PULL_POLICY"), "imagePullPolicy of the suite's pods: Always, IfNotPresent, Never or empty for the API's default (env POD_IMAGE_PULL_POLICY)")
 	fs.Float64Var(&TestContext.TimeoutScale, "timeout-scale", 1, "multiplier for every timeout of the suite")
 	fs.DurationVar(&TestContext.Timeouts.RetryWindow, "retry-window", envDuration("RETRY_WINDOW", TestContext.Timeouts.RetryWindow), "longest interval between the implementation's retries the suite permits: every \"nothing happens\" window lasts at least this plus 4 x the measured create-to-bound time; raise it if your controllers back off longer (env RETRY_WINDOW)")

@@ -67,6 +67,12 @@ SKEW_TAINT=was-harness.io/kubelet-skew # framework.OldKubelet tolerates a skew n
 # mounted into the control-plane node at AUDIT_NODE_DIR; `-`: empty turns it off.
 KIND_AUDIT_DIR=${KIND_AUDIT_DIR-$ARTIFACTS/kind-audit}
 AUDIT_NODE_DIR=/var/lib/was-harness/audit
+# kube-apiserver presents a client certificate to the reference's webhook,
+# which serves no one else (deploy/webhook.yaml --client-ca-file): this
+# directory (a CA of its own, the certificate's kubeconfig and the
+# AdmissionConfiguration; `was-harness webhook-client`) is mounted into the
+# control-plane node at WEBHOOK_CLIENT_NODE_DIR.
+WEBHOOK_CLIENT_NODE_DIR=/etc/kubernetes/was-webhook-client
 KEEP_CLUSTER=${KEEP_CLUSTER:-}
 # E2E_RUNNER=host runs the suite from this machine (hack/e2e.sh); pod runs
 # sonobuoy/run.sh in the suite image as a pod in the cluster, as the Sonobuoy
@@ -76,6 +82,9 @@ KEEP_CLUSTER=${KEEP_CLUSTER:-}
 # (they then skip, saying why).
 KIND_DRA_DRIVER=${KIND_DRA_DRIVER:-1}
 DRA_DRIVER_IMAGE=localhost/was-dra-driver:dev
+# hack/forger: the install spec's hostile client of the webhook (the suite's
+# --forger-image).
+export FORGER_IMAGE=${FORGER_IMAGE:-localhost/was-forger:dev}
 E2E_RUNNER=${E2E_RUNNER:-host}
 ALLOW_DISRUPTIVE=${ALLOW_DISRUPTIVE:-}
 [[ $ALLOW_DISRUPTIVE == 1 && ${E2E_RUNNER:-host} == pod ]] && { echo "e2e-kind: ALLOW_DISRUPTIVE=1 needs E2E_RUNNER=host: the hooks run docker exec on this machine" >&2; exit 2; }
@@ -150,6 +159,7 @@ fi
 timed "node image"
 controller_archive=$(hack/controller-image.sh)
 timed "controller image"
+forger_archive=$(hack/go-image.sh "$FORGER_IMAGE" hack/forger . 65532:65532)
 if [[ $KIND_DRA_DRIVER == 1 ]]; then
   dra_archive=$(hack/go-image.sh "$DRA_DRIVER_IMAGE" hack/dradriver . 0:0)
   timed "DRA driver image"
@@ -272,16 +282,18 @@ pod_args() {
 # pod lands there first), its gates given as a kubelet flag (a flag overrides
 # the featureGates of the cluster's KubeletConfiguration, which kubeadm join
 # downloads and a join configuration cannot patch).
-# With KIND_AUDIT_DIR, the control-plane node mounts it at AUDIT_NODE_DIR and
-# a second ClusterConfiguration patch gives kube-apiserver its audit flags and
-# that directory (kind merges extraArgs by name, so the first patch's stay).
+# A second ClusterConfiguration patch gives kube-apiserver its webhook client
+# certificate (WEBHOOK_CLIENT_DIR, mounted at WEBHOOK_CLIENT_NODE_DIR) and,
+# with KIND_AUDIT_DIR, its audit flags and that directory, mounted at
+# AUDIT_NODE_DIR (kind merges extraArgs by name, so the first patch's stay).
 kind_config() {
   local cgroup_v1=
   [[ -f /sys/fs/cgroup/cgroup.controllers ]] || cgroup_v1=1
   awk -v workers="$KIND_WORKERS" -v cgv1="$cgroup_v1" -v nocni="$([[ -z $default_cni ]] && echo 1)" \
     -v nodeimg="$([[ -n $KIND_SKEW_WORKER ]] && echo "$KIND_NODE_IMAGE")" -v skewimg="${KIND_SKEW_WORKER:+$KIND_SKEW_NODE_IMAGE}" \
     -v skewver="$skew_kubelet" -v skewgates="$KIND_SKEW_KUBELET_GATES" -v taint="$SKEW_TAINT" \
-    -v auditdir="$KIND_AUDIT_DIR" -v auditnode="$AUDIT_NODE_DIR" '
+    -v auditdir="$KIND_AUDIT_DIR" -v auditnode="$AUDIT_NODE_DIR" \
+    -v whdir="$WEBHOOK_CLIENT_DIR" -v whnode="$WEBHOOK_CLIENT_NODE_DIR" '
     function skew_worker() {
       done_skew = 1
       print "- role: worker"
@@ -316,28 +328,29 @@ kind_config() {
         print "  kind: KubeletConfiguration"
         print "  failCgroupV1: false"
       }
+      print "- |"
+      print "  apiVersion: kubeadm.k8s.io/v1beta4"
+      print "  kind: ClusterConfiguration"
+      print "  apiServer:"
+      print "    extraArgs:"
+      print "    - {name: admission-control-config-file, value: " whnode "/admission-config.yaml}"
       if (auditdir) {
-        print "- |"
-        print "  apiVersion: kubeadm.k8s.io/v1beta4"
-        print "  kind: ClusterConfiguration"
-        print "  apiServer:"
-        print "    extraArgs:"
         print "    - {name: audit-policy-file, value: " auditnode "/policy.yaml}"
         print "    - {name: audit-log-path, value: " auditnode "/audit.log}"
-        print "    extraVolumes:"
-        print "    - {name: was-audit, hostPath: " auditnode ", mountPath: " auditnode ", pathType: Directory}"
       }
+      print "    extraVolumes:"
+      print "    - {name: was-webhook-client, hostPath: " whnode ", mountPath: " whnode ", readOnly: true, pathType: Directory}"
+      if (auditdir) print "    - {name: was-audit, hostPath: " auditnode ", mountPath: " auditnode ", pathType: Directory}"
       next
     }
     /^- role: worker/ { n++; skip = (n > workers) }
     /^- role: control-plane/ {
       skip = 0
-      if (auditdir) {
-        print
-        print "  extraMounts:"
-        print "  - {hostPath: \"" auditdir "\", containerPath: " auditnode "}"
-        next
-      }
+      print
+      print "  extraMounts:"
+      print "  - {hostPath: \"" whdir "\", containerPath: " whnode ", readOnly: true}"
+      if (auditdir) print "  - {hostPath: \"" auditdir "\", containerPath: " auditnode "}"
+      next
     }
     /^[a-z]/ && !/^nodes:/ && !/^kubeadmConfigPatches:/ { skip = 0 }
     /^  image: / { if (nodeimg && !skip) print "  image: " nodeimg; next }  # else the node image is --image
@@ -378,6 +391,11 @@ if [[ -n $KIND_AUDIT_DIR ]]; then
   rm -f "$KIND_AUDIT_DIR/audit.log"
   cp kind-config/audit-policy.yaml "$KIND_AUDIT_DIR/policy.yaml"
 fi
+# A new CA and client certificate per cluster, kept out of the artifacts
+# (the key is a credential of the cluster).
+WEBHOOK_CLIENT_DIR=$OUTPUT_DIR/kind-$KIND_CLUSTER_NAME-webhook-client
+rm -rf "$WEBHOOK_CLIENT_DIR"
+"$OUTPUT_DIR/bin/was-harness" webhook-client --dir "$WEBHOOK_CLIENT_DIR" --mounted-at "$WEBHOOK_CLIENT_NODE_DIR" --user '*.was-system.svc'
 kind_config >"$ARTIFACTS/kind-config.yaml"
 create=("$KIND" create cluster --name "$KIND_CLUSTER_NAME" --config "$ARTIFACTS/kind-config.yaml" --kubeconfig "$KUBECONFIG_FILE" --retain)
 # --image would override every node's image, the skew worker's too: with it, the config names them.
@@ -419,9 +437,14 @@ kubectl_ get nodes -L topology.kubernetes.io/zone,topology.kubernetes.io/rack
 
 log "step 2/5: image $IMAGE loaded into the nodes ($controller_archive)"
 "$KIND" load image-archive "$controller_archive" --name "$KIND_CLUSTER_NAME"
+"$KIND" load image-archive "$forger_archive" --name "$KIND_CLUSTER_NAME"
 timed "load controller image"
 
 log "step 3/5: deploying the reference implementation (kubectl apply -k deploy/)"
+# The webhook verifies the API server's client certificate against this CA
+# (docs/install.md: the same step on any cluster).
+kubectl_ apply -f deploy/namespace.yaml
+kubectl_ -n was-system create configmap was-webhook-client-ca --from-file=ca.crt="$WEBHOOK_CLIENT_DIR/ca.crt" --dry-run=client -o yaml | kubectl_ apply -f -
 kubectl_ apply -k deploy/
 for ds in was-controller-manager was-webhook; do
   kubectl_ -n was-system rollout status "daemonset/$ds" --timeout=5m

@@ -121,12 +121,12 @@ func fakePath(t *testing.T, docker string, tools ...string) string {
 func kindConfigOf(t *testing.T, env ...string) (*kindv1alpha4.Cluster, string) {
 	t.Helper()
 	script := `set -euo pipefail
-source <(sed -n '/^AUDIT_NODE_DIR=/p; /^kind_config() {/,/^}/p' ../hack/e2e-kind.sh)
+source <(sed -n '/^AUDIT_NODE_DIR=/p; /^WEBHOOK_CLIENT_NODE_DIR=/p; /^kind_config() {/,/^}/p' ../hack/e2e-kind.sh)
 kind_config`
 	cmd := exec.Command("bash", "-c", script)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "KIND_CONFIG=was-v1.37.yaml", "KIND_WORKERS=3", "default_cni=",
 		"SKEW_TAINT=was-harness.io/kubelet-skew", "KIND_SKEW_WORKER=", "KIND_NODE_IMAGE=", "KIND_SKEW_NODE_IMAGE=", "skew_kubelet=",
-		"KIND_SKEW_KUBELET_GATES=", "KIND_AUDIT_DIR="}, env...)
+		"KIND_SKEW_KUBELET_GATES=", "KIND_AUDIT_DIR=", "WEBHOOK_CLIENT_DIR=" + webhookClientDir}, env...)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("kind_config: %v\n%s", err, out)
@@ -232,71 +232,93 @@ func applyJSON6902(t *testing.T, doc, patchYAML string) []byte {
 	return out
 }
 
-// TestKindConfigAuditLog checks the audit log hack/e2e-kind.sh gives kind's
-// kube-apiserver: with KIND_AUDIT_DIR, the control-plane node (only) mounts
-// that directory of this machine, and a second ClusterConfiguration patch
-// (kind merges v1beta4 extraArgs by name, keeping the first patch's gates)
-// gives kube-apiserver the policy and log there, through a hostPath volume
-// at the same path. Without it, nothing of the kind.
-func TestKindConfigAuditLog(t *testing.T) {
+// webhookClientDir is the WEBHOOK_CLIENT_DIR the kind_config tests give.
+const webhookClientDir = "/tmp/out/kind-was-e2e-webhook-client"
+
+// TestKindConfigAPIServerPatch checks the second ClusterConfiguration patch
+// hack/e2e-kind.sh gives kind's kube-apiserver (kind merges v1beta4
+// extraArgs by name, keeping the first patch's gates):
+//   - always, its webhook client certificate: the control-plane node (only)
+//     mounts WEBHOOK_CLIENT_DIR read-only, and kube-apiserver reads the
+//     AdmissionConfiguration there, through a read-only hostPath volume;
+//   - with KIND_AUDIT_DIR, the audit log: that directory of this machine,
+//     read-write, the policy and log there. Without it, nothing of the kind.
+func TestKindConfigAPIServerPatch(t *testing.T) {
 	if _, err := exec.LookPath("awk"); err != nil {
 		t.Skip("no awk")
 	}
-	def, text := kindConfigOf(t)
-	for i, n := range def.Nodes {
-		if len(n.ExtraMounts) > 0 {
-			t.Errorf("KIND_AUDIT_DIR empty: node %d mounts %v:\n%s", i, n.ExtraMounts, text)
+	const auditDir = "/tmp/with space/kind-audit"
+	for _, withAudit := range []bool{false, true} {
+		var env []string
+		if withAudit {
+			env = append(env, "KIND_AUDIT_DIR="+auditDir)
 		}
-	}
-	if auditPatch(t, def) != nil {
-		t.Errorf("KIND_AUDIT_DIR empty, yet kube-apiserver gets an audit log:\n%s", text)
-	}
-
-	const dir = "/tmp/with space/kind-audit"
-	c, text := kindConfigOf(t, "KIND_AUDIT_DIR="+dir)
-	var nodeDir string
-	for i, n := range c.Nodes {
-		if n.Role != kindv1alpha4.ControlPlaneRole {
-			if len(n.ExtraMounts) > 0 {
-				t.Errorf("worker %d mounts %v; only kube-apiserver's node needs the audit directory", i, n.ExtraMounts)
+		c, text := kindConfigOf(t, env...)
+		mounts := map[string]string{} // node path: host path
+		for i, n := range c.Nodes {
+			if n.Role != kindv1alpha4.ControlPlaneRole {
+				if len(n.ExtraMounts) > 0 {
+					t.Errorf("worker %d mounts %v; only kube-apiserver's node needs them", i, n.ExtraMounts)
+				}
+				continue
 			}
-			continue
+			for _, m := range n.ExtraMounts {
+				if m.Readonly != (m.HostPath == webhookClientDir) {
+					t.Errorf("control plane mount %+v: want the webhook client directory read-only, the audit directory read-write", m)
+				}
+				mounts[m.ContainerPath] = m.HostPath
+			}
 		}
-		if len(n.ExtraMounts) != 1 || n.ExtraMounts[0].HostPath != dir || n.ExtraMounts[0].ContainerPath == "" || n.ExtraMounts[0].Readonly {
-			t.Fatalf("control plane mounts %+v, want %s read-write:\n%s", n.ExtraMounts, dir, text)
+		patch := apiServerPatch(t, c)
+		if patch == nil {
+			t.Fatalf("no ClusterConfiguration patch sets kube-apiserver's admission-control-config-file:\n%s", text)
 		}
-		nodeDir = n.ExtraMounts[0].ContainerPath
-	}
-	audit := auditPatch(t, c)
-	if audit == nil {
-		t.Fatalf("no ClusterConfiguration patch sets kube-apiserver's audit-log-path:\n%s", text)
-	}
-	want := map[string]string{"audit-policy-file": nodeDir + "/policy.yaml", "audit-log-path": nodeDir + "/audit.log"}
-	if got := args(audit.APIServer.ExtraArgs); !maps.Equal(got, want) {
-		t.Errorf("audit patch: kube-apiserver extraArgs %v, want only %v (kind merges them by name into the gates' patch)", got, want)
-	}
-	if v := audit.APIServer.ExtraVolumes; len(v) != 1 || v[0].HostPath != nodeDir || v[0].MountPath != nodeDir || v[0].ReadOnly {
-		t.Errorf("audit patch: kube-apiserver extraVolumes %+v, want %s of the node read-write at the same path", v, nodeDir)
-	}
-	if audit.ControllerManager.ExtraArgs != nil || audit.Scheduler.ExtraArgs != nil {
-		t.Errorf("audit patch changes more than kube-apiserver: %+v", audit)
+		want := map[string]string{}
+		for nodeDir, hostDir := range mounts {
+			switch hostDir {
+			case webhookClientDir:
+				want["admission-control-config-file"] = nodeDir + "/admission-config.yaml"
+			case auditDir:
+				want["audit-policy-file"], want["audit-log-path"] = nodeDir+"/policy.yaml", nodeDir+"/audit.log"
+			default:
+				t.Errorf("control plane mounts %s at %s, which nothing uses", hostDir, nodeDir)
+			}
+		}
+		if _, ok := want["audit-log-path"]; ok != withAudit {
+			t.Errorf("KIND_AUDIT_DIR set: %v, audit directory mounted: %v:\n%s", withAudit, ok, text)
+		}
+		if got := args(patch.APIServer.ExtraArgs); !maps.Equal(got, want) {
+			t.Errorf("kube-apiserver extraArgs %v, want only %v", got, want)
+		}
+		if v := patch.APIServer.ExtraVolumes; len(v) != len(mounts) {
+			t.Errorf("kube-apiserver extraVolumes %+v, want one per mounted directory %v", v, mounts)
+		}
+		for _, v := range patch.APIServer.ExtraVolumes {
+			if host, ok := mounts[v.HostPath]; !ok || v.MountPath != v.HostPath || v.ReadOnly != (host == webhookClientDir) {
+				t.Errorf("kube-apiserver volume %+v: want a mounted node directory at the same path, read-only for the webhook client", v)
+			}
+		}
+		if patch.ControllerManager.ExtraArgs != nil || patch.Scheduler.ExtraArgs != nil {
+			t.Errorf("the patch changes more than kube-apiserver: %+v", patch)
+		}
 	}
 }
 
-// auditPatch is the ClusterConfiguration patch that sets kube-apiserver's
-// audit-log-path, decoded strictly; nil when there is none.
-func auditPatch(t *testing.T, c *kindv1alpha4.Cluster) *kubeadmv1beta4.ClusterConfiguration {
+// apiServerPatch is the ClusterConfiguration patch that sets
+// kube-apiserver's admission-control-config-file, decoded strictly; nil
+// when there is none.
+func apiServerPatch(t *testing.T, c *kindv1alpha4.Cluster) *kubeadmv1beta4.ClusterConfiguration {
 	t.Helper()
 	for _, p := range c.KubeadmConfigPatches {
 		cc := &kubeadmv1beta4.ClusterConfiguration{}
 		if err := yaml.Unmarshal([]byte(p), cc); err != nil || cc.Kind != "ClusterConfiguration" {
 			continue
 		}
-		if _, ok := args(cc.APIServer.ExtraArgs)["audit-log-path"]; !ok {
+		if _, ok := args(cc.APIServer.ExtraArgs)["admission-control-config-file"]; !ok {
 			continue
 		}
 		if err := yaml.UnmarshalStrict([]byte(p), &kubeadmv1beta4.ClusterConfiguration{}); err != nil {
-			t.Fatalf("the audit patch is no strict kubeadm v1beta4 ClusterConfiguration: %v\n%s", err, p)
+			t.Fatalf("the kube-apiserver patch is no strict kubeadm v1beta4 ClusterConfiguration: %v\n%s", err, p)
 		}
 		return cc
 	}

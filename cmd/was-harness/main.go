@@ -11,6 +11,7 @@
 //	                           (the faults of hack/fault-local.sh and hack/controller-restart-local.sh; fault.go)
 //	was-harness conformance --check-only --kubeconfig K [--artifacts D]   (vendor-mode prerequisites; conformance.go)
 //	was-harness kubeadm reconfigure|controllers|check|restore ...   (the vendor hooks for a kubeadm cluster; kubeadm.go)
+//	was-harness webhook-client --dir D --mounted-at P --user U   (the API server's webhook client certificate with a CA of its own; pkg/webhookclient)
 //	was-harness test-summary FILE   (a `go test -json` stream: failures, then "N passed, N failed, N skipped")
 package main
 
@@ -30,6 +31,7 @@ import (
 
 	"github.com/workload-aware/apps-harness/api/cluster"
 	"github.com/workload-aware/apps-harness/pkg/localcluster"
+	"github.com/workload-aware/apps-harness/pkg/webhookclient"
 )
 
 func main() {
@@ -40,7 +42,7 @@ func main() {
 }
 
 func usage() error {
-	return fmt.Errorf("usage: was-harness cluster up|down|status|restart|kill|restart-together|stop-node|start-node|compact-etcd [flags] | kubeadm VERB ... | test-summary FILE | flakes --out FILE JUNIT...")
+	return fmt.Errorf("usage: was-harness cluster up|down|status|restart|kill|restart-together|stop-node|start-node|compact-etcd [flags] | kubeadm VERB ... | webhook-client --dir D --mounted-at P --user U | test-summary FILE | flakes --out FILE JUNIT...")
 }
 
 func run(args []string) error {
@@ -64,6 +66,8 @@ func run(args []string) error {
 		return flakesCmd(args[1:])
 	case "kubeadm":
 		return kubeadmCmd(args[1:])
+	case "webhook-client":
+		return webhookClientCmd(args[1:])
 	}
 	return usage()
 }
@@ -259,4 +263,24 @@ func clusterUp(o upOptions) error {
 	}
 	fmt.Printf("\nThe cluster runs in the background. Use it with:\n  export KUBECONFIG=%s\n  kubectl get nodes\nStop it with: make cluster-down (or was-harness cluster down --dir %s)\n", c.KubeconfigPath(), o.dir)
 	return nil
+}
+
+// webhookClientCmd writes a new CA, the API server's webhook client
+// certificate and the files that make a kube-apiserver present it (kind:
+// hack/e2e-kind.sh mounts the directory into the control-plane node).
+func webhookClientCmd(args []string) error {
+	fs := flag.NewFlagSet("webhook-client", flag.ContinueOnError)
+	dir := fs.String("dir", "", "directory to write ca.crt, the kubeconfig and admission-config.yaml into")
+	mountedAt := fs.String("mounted-at", "", "where kube-apiserver sees that directory (default: --dir)")
+	user := fs.String("user", "*", "the webhooks to present the certificate to, as the API server names them: *, *.<namespace>.svc or <service>.<namespace>.svc")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *dir == "" {
+		return fmt.Errorf("webhook-client: --dir is required")
+	}
+	if *mountedAt == "" {
+		*mountedAt = *dir
+	}
+	return webhookclient.WriteWithNewCA(*dir, *mountedAt, *user)
 }

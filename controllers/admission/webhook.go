@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/klog/v2"
 )
 
 // Path is where the webhook is served, for both kinds: the Handler routes each
@@ -83,10 +84,12 @@ type Handler struct {
 	// gate. A nil StatefulSetGateEnabled means the gate is off (its default).
 	StatefulSetGateEnabled func() bool
 	// GetDeployment reads a Deployment for /scale requests, which carry only
-	// the Scale. If it fails (or is nil), the scale request is denied: the
-	// webhook fails closed rather than let a scale below an explicit minCount
-	// through unchecked.
-	GetDeployment func(ctx context.Context, namespace, name string) (*appsv1.Deployment, error)
+	// the Scale; resourceVersion is the stored Deployment's version the scale
+	// applies to ("" when the review does not say), so a cache can tell
+	// whether its copy is current (DeploymentReader). If it fails (or is
+	// nil), the scale request is denied: the webhook fails closed rather than
+	// let a scale below an explicit minCount through unchecked.
+	GetDeployment func(ctx context.Context, namespace, name, resourceVersion string) (*appsv1.Deployment, error)
 }
 
 var _ http.Handler = &Handler{}
@@ -227,22 +230,27 @@ func (h *Handler) reviewScale(ctx context.Context, req *admissionv1.AdmissionReq
 	}
 	// Fail closed: without the stored Deployment the explicit minCount floor
 	// cannot be checked, and letting the scale through could break the gang.
+	// The reply says only that the read failed, never why: whether a
+	// Deployment exists, or who may read it, is not the caller's to learn
+	// from the webhook (the cause goes to the log).
 	if h.GetDeployment == nil {
 		return deny(http.StatusInternalServerError, metav1.StatusReasonInternalError, fmt.Sprintf(
 			"cannot validate this scale request: deployment %s/%s could not be read: the webhook cannot read deployments (no GetDeployment configured)", namespace, name))
 	}
-	d, err := h.GetDeployment(ctx, namespace, name)
+	var resourceVersion string
+	if len(req.OldObject.Raw) > 0 {
+		if old, err := decodeObject[*autoscalingv1.Scale](req.OldObject.Raw, "oldObject", autoscalingScale); err == nil {
+			resourceVersion = old.ResourceVersion
+		}
+	}
+	d, err := h.GetDeployment(ctx, namespace, name, resourceVersion)
 	if err == nil && d == nil {
 		err = errors.New("no deployment returned")
 	}
 	if err != nil {
-		code, reason := int32(http.StatusInternalServerError), metav1.StatusReasonInternalError
-		var status apierrors.APIStatus
-		if errors.As(err, &status) && status.Status().Code != 0 {
-			code, reason = status.Status().Code, status.Status().Reason
-		}
-		return deny(code, reason, fmt.Sprintf(
-			"cannot validate this scale request: deployment %s/%s could not be read (the webhook fails closed, retry the request): %v", namespace, name, err))
+		klog.FromContext(ctx).Error(err, "Denying a scale review: the Deployment could not be read", "deployment", klog.KRef(namespace, name), "uid", req.UID)
+		return deny(http.StatusInternalServerError, metav1.StatusReasonInternalError, fmt.Sprintf(
+			"cannot validate this scale request: deployment %s/%s could not be read (the webhook fails closed, retry the request)", namespace, name))
 	}
 	return result(deploymentGK, name, ValidateScale(d, scale.Spec.Replicas))
 }

@@ -43,6 +43,8 @@ type Addon struct {
 //	SERVING_PORT          its HTTPS port on 127.0.0.1 (only with Serves)
 //	TLS_CERT_FILE         its serving certificate, from the cluster's CA (only with Serves)
 //	TLS_PRIVATE_KEY_FILE  the certificate's key (only with Serves)
+//	CLIENT_CA_FILE        the CA of the API server's webhook client certificate (only with Serves)
+//	WEBHOOK_CLIENT_NAME   that certificate's common name (only with Serves)
 type AddonComponent struct {
 	// Name is the component's name (its log is logs/<name>.log).
 	Name Component `json:"name"`
@@ -158,6 +160,7 @@ func placeholderVars(ac *AddonComponent) vars {
 	v := vars{"KUBECONFIG": "k", "PORT": "1"}
 	if ac.Serves != "" {
 		v["SERVING_PORT"], v["TLS_CERT_FILE"], v["TLS_PRIVATE_KEY_FILE"] = "1", "c", "k"
+		v["CLIENT_CA_FILE"], v["WEBHOOK_CLIENT_NAME"] = "ca", "n"
 	}
 	return v
 }

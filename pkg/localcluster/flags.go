@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/workload-aware/apps-harness/pkg/kwoknodes"
+	"github.com/workload-aware/apps-harness/pkg/webhookclient"
 )
 
 // Each component's own flags, one function per component: what the harness
@@ -66,6 +67,9 @@ func (c *Cluster) apiServerFlags() []arg {
 		// benchmarks can attribute every write to the component that made it.
 		{"audit-policy-file", p.auditPolicy},
 		{"audit-log-path", p.auditLog()},
+		// Every admission webhook is called with the client certificate
+		// webhookclient.CommonName, so a webhook can refuse anyone else.
+		{"admission-control-config-file", p.admissionConfig()},
 	}
 }
 
@@ -129,6 +133,7 @@ func (c *Cluster) addonFlags(name Component) ([]arg, error) {
 	if ac.Serves != "" {
 		v["SERVING_PORT"] = fmt.Sprint(c.ports.serving(name))
 		v["TLS_CERT_FILE"], v["TLS_PRIVATE_KEY_FILE"] = c.paths.crt(servingCertName(name)), c.paths.key(servingCertName(name))
+		v["CLIENT_CA_FILE"], v["WEBHOOK_CLIENT_NAME"] = c.paths.crt("ca"), webhookclient.CommonName
 	}
 	out := make([]arg, 0, len(ac.Args))
 	for _, s := range ac.Args {

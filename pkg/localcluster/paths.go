@@ -1,6 +1,10 @@
 package localcluster
 
-import "path/filepath"
+import (
+	"path/filepath"
+
+	"github.com/workload-aware/apps-harness/pkg/webhookclient"
+)
 
 // paths is the layout of a cluster's WorkDir.
 type paths struct {
@@ -23,6 +27,11 @@ func newPaths(root string) paths {
 
 func (p paths) crt(name string) string { return filepath.Join(p.pki, name+".crt") }
 func (p paths) key(name string) string { return filepath.Join(p.pki, name+".key") }
+
+// admissionConfig is writeWebhookClient's.
+func (p paths) admissionConfig() string {
+	return filepath.Join(p.pki, webhookclient.AdmissionConfigFile)
+}
 
 // kubeconfig of a component; the admin's is AdminKubeconfig.
 func (p paths) kubeconfig(name Component) string {

@@ -72,6 +72,9 @@ func (c *Cluster) writePKI() error {
 	if err := c.writeAddonServingCerts(ca); err != nil {
 		return err
 	}
+	if err := c.writeWebhookClient(ca); err != nil {
+		return err
+	}
 	server := fmt.Sprintf("https://127.0.0.1:%d", c.ports.apiserver)
 	for _, id := range c.clientIdentities() {
 		kp, err := ca.Issue(pki.CertRequest{CommonName: id.cn, Organization: id.orgs, Client: true})

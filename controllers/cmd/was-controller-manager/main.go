@@ -28,7 +28,6 @@ import (
 	"github.com/spf13/pflag"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
@@ -73,6 +72,9 @@ type options struct {
 	pprofAddress       string
 	tlsCertFile        string
 	tlsKeyFile         string
+	clientCAFile       string
+	shutdownDelay      time.Duration
+	clientAllowedNames []string
 	useSACredentials   bool
 	deploymentWorkers  int
 	replicaSetWorkers  int
@@ -94,6 +96,9 @@ func main() {
 	fs.StringVar(&o.pprofAddress, "pprof-address", "", "address serving net/http/pprof under /debug/pprof/ (for profiling, e.g. 127.0.0.1:6060; keep it on loopback: profiles are unauthenticated); empty disables it")
 	fs.StringVar(&o.tlsCertFile, "tls-cert-file", "", "serving certificate of the webhook (reloaded when the file changes)")
 	fs.StringVar(&o.tlsKeyFile, "tls-private-key-file", "", "serving key of the webhook")
+	fs.StringVar(&o.clientCAFile, "client-ca-file", "", "CA bundle the webhook verifies its clients' certificates against (reloaded when the file changes): only a client with a certificate of this CA, for client authentication, is served; set the API server up to present one (docs/install.md); empty serves any client, and says so in the log")
+	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", 0, "once asked to stop, how long the webhook serves on (closing each connection after its response) before it stops listening: long enough for the Service's endpoints and kube-proxy to send the API server to another pod, so a rollout rejects no request")
+	fs.StringSliceVar(&o.clientAllowedNames, "client-allowed-names", nil, "common names of the client certificates the webhook serves (with --client-ca-file); empty accepts any certificate of that CA")
 	fs.BoolVar(&o.useSACredentials, "use-service-account-credentials", true, "run each controller with its own kube-system service account, as kube-controller-manager does")
 	fs.IntVar(&o.deploymentWorkers, "concurrent-deployment-syncs", 5, "Deployment controller workers")
 	fs.IntVar(&o.replicaSetWorkers, "concurrent-replicaset-syncs", 5, "ReplicaSet controller workers")
@@ -133,6 +138,9 @@ func (o *options) validate() error {
 	}
 	if o.webhookBindAddress == "" {
 		return nil
+	}
+	if len(o.clientAllowedNames) > 0 && o.clientCAFile == "" {
+		return fmt.Errorf("--client-allowed-names needs --client-ca-file")
 	}
 	if selfSigned.enabled() {
 		if o.tlsCertFile != "" || o.tlsKeyFile != "" {
@@ -181,10 +189,13 @@ func run(ctx context.Context, o options) error {
 		go func() { serveErr <- serve(ctx, newPprofServer(o.pprofAddress)) }()
 	}
 
+	webhookStopped := make(chan struct{})
 	if o.webhookBindAddress != "" {
-		if err := startWebhook(ctx, o, root, health, serveErr); err != nil {
+		if err := startWebhook(ctx, o, root, health, serveErr, webhookStopped); err != nil {
 			return err
 		}
+	} else {
+		close(webhookStopped)
 	}
 	if len(o.controllers) > 0 {
 		if err := runControllers(ctx, o, cfg, root, identity, health, serveErr); err != nil {
@@ -194,6 +205,12 @@ func run(ctx context.Context, o options) error {
 	logger.Info("Ready")
 	select {
 	case <-ctx.Done():
+		// The webhook answers what it was sent, and what arrives during
+		// --shutdown-delay, before the process ends.
+		select {
+		case <-webhookStopped:
+		case <-time.After(o.shutdownDelay + shutdownTimeout + time.Second):
+		}
 		return nil
 	case err := <-serveErr:
 		return err
@@ -218,8 +235,10 @@ func clients(o options, identity string) (*rest.Config, kubernetes.Interface, er
 }
 
 // startWebhook serves the admission webhook on --webhook-bind-address with a
-// certificate that is renewed in place; its server error goes to serveErr.
-func startWebhook(ctx context.Context, o options, root kubernetes.Interface, health *healthChecks, serveErr chan<- error) error {
+// certificate that is renewed in place; its server error goes to serveErr,
+// and stopped is closed once it has stopped serving.
+func startWebhook(ctx context.Context, o options, root kubernetes.Interface, health *healthChecks, serveErr chan<- error, stopped chan<- struct{}) error {
+	logger := klog.FromContext(ctx)
 	wh := http.NewServeMux()
 	srv := newWebhookServer(o.webhookBindAddress, wh)
 	source, err := webhookCertificate(ctx, o, root, func() { dropIdleConnections(srv) })
@@ -227,17 +246,67 @@ func startWebhook(ctx context.Context, o options, root kubernetes.Interface, hea
 		return err
 	}
 	srv.TLSConfig = webhookTLSConfig(source)
+	if o.clientCAFile != "" {
+		auth, err := newClientAuth(o.clientCAFile, o.clientAllowedNames)
+		if err != nil {
+			return err
+		}
+		auth.run(ctx)
+		auth.configure(srv.TLSConfig)
+		logger.Info("The webhook serves only clients with a certificate of --client-ca-file", "clientCAFile", o.clientCAFile, "allowedNames", o.clientAllowedNames)
+	} else {
+		logger.Info("WARNING: the webhook serves any client: without --client-ca-file, anyone who can reach its port can send it reviews (docs/install.md)")
+	}
 	health.add("serving-certificate", source.Check)
+
+	// Scale reviews are answered from this cache, not one API request each
+	// (admission.DeploymentReader), trimmed to what they read.
+	factory := informers.NewSharedInformerFactoryWithOptions(root, 12*time.Hour, informers.WithTransform(admission.TrimForScaleReviews))
+	deployments := factory.Apps().V1().Deployments()
+	reader := &admission.DeploymentReader{Cache: deployments.Lister(), Client: root.AppsV1(), Timeout: scaleReadTimeout}
+	cacheSynced := deployments.Informer().HasSynced
+	factory.Start(ctx.Done())
+	health.add("deployment-cache", func() error {
+		if !cacheSynced() {
+			return errors.New("the Deployment cache of scale reviews has not synced")
+		}
+		return nil
+	})
 	wh.Handle(admission.Path, &admission.Handler{
 		GateEnabled:            func() bool { return features.Enabled(features.WorkloadWithDeployment) },
 		StatefulSetGateEnabled: func() bool { return features.Enabled(features.WorkloadWithStatefulSet) },
-		GetDeployment: func(ctx context.Context, namespace, name string) (*appsv1.Deployment, error) {
-			return root.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
-		},
+		GetDeployment:          reader.Get,
 	})
-	go func() { serveErr <- serve(ctx, srv) }()
+	go func() {
+		defer close(stopped)
+		serveErr <- serve(drainAfter(ctx, srv, o.shutdownDelay), srv)
+	}()
 	return nil
 }
+
+// drainAfter returns a context that ends delay after ctx does. In between,
+// srv serves on, but closes each connection after its response (and its idle
+// ones at once): a client's connection through the Service stays with this
+// pod as long as it lives, so the API server must open new ones, which the
+// Service's updated endpoints send to a pod that stays.
+func drainAfter(ctx context.Context, srv *http.Server, delay time.Duration) context.Context {
+	serving, stop := context.WithCancel(context.WithoutCancel(ctx))
+	go func() {
+		<-ctx.Done()
+		srv.SetKeepAlivesEnabled(false)
+		if delay > 0 {
+			klog.FromContext(ctx).Info("Stopping: the webhook serves on, without keep-alive, for --shutdown-delay", "shutdownDelay", delay)
+			time.Sleep(delay)
+		}
+		stop()
+	}()
+	return serving
+}
+
+// scaleReadTimeout bounds a scale review's live read of its Deployment:
+// well under the registration's timeoutSeconds (5), so the review is
+// answered (denied, fail closed) before the API server gives up on it.
+const scaleReadTimeout = 2 * time.Second
 
 // runControllers starts the controllers now, or, with leader election, in
 // the Lease holder only. Health reports "informers not synced" only for an

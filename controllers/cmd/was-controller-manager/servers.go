@@ -57,6 +57,7 @@ const maxWebhookInFlight = 16
 // connection) and at most maxWebhookInFlight requests handled at once.
 func newWebhookServer(addr string, handler http.Handler) *http.Server {
 	srv := newServer(addr, limitInFlight(handler, maxWebhookInFlight), nil)
+	srv.ErrorLog = newHandshakeLog(10 * time.Second)
 	srv.Protocols = new(http.Protocols)
 	srv.Protocols.SetHTTP1(true)
 	return srv

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -191,18 +194,7 @@ func TestWebhookServerSpeaksTLS13AndHTTP11Only(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kp, err := ca.Issue(pki.CertRequest{CommonName: "127.0.0.1", IPs: []net.IP{net.ParseIP("127.0.0.1")}, Server: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := pki.KeyPEM(kp.Key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pair, err := tls.X509KeyPair(pki.CertPEM(kp.Cert), key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pair := tlsPair(t, ca, pki.CertRequest{CommonName: "127.0.0.1", IPs: []net.IP{net.ParseIP("127.0.0.1")}, Server: true})
 	srv := newWebhookServer("127.0.0.1:0", http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	srv.TLSConfig = webhookTLSConfig(staticCertificate{&pair})
 	pool := x509.NewCertPool()
@@ -244,4 +236,134 @@ func serveTLS(t *testing.T, srv *http.Server) string {
 	go func() { _ = srv.ServeTLS(ln, "", "") }()
 	t.Cleanup(func() { _ = srv.Close() })
 	return ln.Addr().String()
+}
+
+// TestWebhookServesOnlyTheAPIServersClientCertificate: with
+// --client-ca-file, a client without a certificate, with one of another
+// CA, with a serving-only one or of a name not allowed is refused in the
+// handshake; the API server's certificate is served.
+func TestWebhookServesOnlyTheAPIServersClientCertificate(t *testing.T) {
+	serverCA, err := pki.NewCA("serving-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clientCA, err := pki.NewCA("client-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherCA, err := pki.NewCA("other-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair := tlsPair(t, serverCA, pki.CertRequest{CommonName: "127.0.0.1", IPs: []net.IP{net.ParseIP("127.0.0.1")}, Server: true})
+	caFile := filepath.Join(t.TempDir(), "client-ca.crt")
+	if err := os.WriteFile(caFile, pki.CertPEM(clientCA.Cert), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	auth, err := newClientAuth(caFile, []string{"kube-apiserver-webhook-client"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newWebhookServer("127.0.0.1:0", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "served") }))
+	srv.TLSConfig = webhookTLSConfig(staticCertificate{&pair})
+	auth.configure(srv.TLSConfig)
+	url := "https://" + serveTLS(t, srv) + "/"
+	roots := x509.NewCertPool()
+	roots.AddCert(serverCA.Cert)
+	call := func(certs ...tls.Certificate) error {
+		client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: certs}}}
+		resp, err := client.Get(url)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if string(body) != "served" {
+			return fmt.Errorf("HTTP %d %q", resp.StatusCode, body)
+		}
+		return nil
+	}
+	for name, certs := range map[string][]tls.Certificate{
+		"no certificate":       nil,
+		"another CA's":         {tlsPair(t, otherCA, pki.CertRequest{CommonName: "kube-apiserver-webhook-client", Client: true})},
+		"a name not allowed":   {tlsPair(t, clientCA, pki.CertRequest{CommonName: "system:admin", Client: true})},
+		"a serving-only usage": {tlsPair(t, clientCA, pki.CertRequest{CommonName: "kube-apiserver-webhook-client", Server: true})},
+	} {
+		if err := call(certs...); err == nil {
+			t.Errorf("a client with %s was served", name)
+		}
+	}
+	if err := call(tlsPair(t, clientCA, pki.CertRequest{CommonName: "kube-apiserver-webhook-client", Client: true})); err != nil {
+		t.Errorf("the API server's client certificate was refused: %v", err)
+	}
+}
+
+func tlsPair(t *testing.T, ca *pki.CA, req pki.CertRequest) tls.Certificate {
+	t.Helper()
+	kp, err := ca.Issue(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := pki.KeyPEM(kp.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(pki.CertPEM(kp.Cert), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pair
+}
+
+// TestWebhookDrainsForItsShutdownDelay: once asked to stop, the webhook
+// serves on for the delay, closing each connection after its response (so
+// the API server's next request opens a new one, which the Service routes to
+// a pod that stays), then stops listening.
+func TestWebhookDrainsForItsShutdownDelay(t *testing.T) {
+	srv := newWebhookServer("127.0.0.1:0", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "served") }))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Addr = ln.Addr().String()
+	ln.Close()
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(drainAfter(ctx, srv, time.Second), srv) }()
+	url := "http://" + srv.Addr + "/"
+	get := func() (*http.Response, error) {
+		resp, err := http.Get(url)
+		if err == nil {
+			_, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+		}
+		return resp, err
+	}
+	for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := get(); err == nil {
+			break
+		} else if time.Since(start) > 5*time.Second {
+			t.Fatalf("the server never served: %v", err)
+		}
+	}
+	stop()
+	time.Sleep(100 * time.Millisecond)
+	resp, err := get()
+	if err != nil {
+		t.Fatalf("a request during the shutdown delay was refused: %v", err)
+	}
+	if !resp.Close {
+		t.Error("a response during the shutdown delay kept the connection alive")
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server still serves well after its shutdown delay")
+	}
+	if _, err := get(); err == nil {
+		t.Error("served after the shutdown delay")
+	}
 }

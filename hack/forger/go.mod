@@ -1,0 +1,3 @@
+module github.com/workload-aware/apps-harness/hack/forger
+
+go 1.26.0
