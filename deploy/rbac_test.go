@@ -79,8 +79,8 @@ func controllerSide(subject string) []expected {
 		{"controllers/schedulingapi: the Workload and PodGroup informers", grants(subject, "", "scheduling.k8s.io", []string{"workloads", "podgroups"}, []string{"list", "watch"}, nil)},
 		{"main.go startControllers: clientbuilder reads each controller's service account before requesting its token (kube-controller-manager's --use-service-account-credentials)", grants(subject, "kube-system", "", []string{"serviceaccounts"}, []string{"get"}, controllerAccounts)},
 		{"main.go startControllers: a token per controller (TokenRequest), for these three accounts only", grants(subject, "kube-system", "", []string{"serviceaccounts/token"}, []string{"create"}, controllerAccounts)},
-		{"leaderelection.go: acquiring the Lease kube-system/was-controller-manager (create cannot be limited by name)", grants(subject, "kube-system", "coordination.k8s.io", []string{"leases"}, []string{"create"}, nil)},
-		{"leaderelection.go: renewing and taking over the Lease", grants(subject, "kube-system", "coordination.k8s.io", []string{"leases"}, []string{"get", "update"}, []string{"was-controller-manager"})},
+		{"leaderelection.go: acquiring the Lease was-system/was-controller-manager, in the install's own namespace (create cannot be limited by name)", grants(subject, Namespace, "coordination.k8s.io", []string{"leases"}, []string{"create"}, nil)},
+		{"leaderelection.go: renewing, taking over and releasing the Lease (release is an update)", grants(subject, Namespace, "coordination.k8s.io", []string{"leases"}, []string{"get", "update"}, []string{leaseName})},
 	}
 }
 

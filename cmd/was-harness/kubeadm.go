@@ -40,7 +40,7 @@ func kubeadmCmd(args []string) error {
 	admission := fs.String("admission", envOr("IMPLEMENTATION_ADMISSION", "was-webhook"), "DaemonSet of the admission side (env IMPLEMENTATION_ADMISSION)")
 	controllers := fs.String("controllers", envOr("IMPLEMENTATION_CONTROLLERS", "was-controller-manager"), "DaemonSet of the controller side (env IMPLEMENTATION_CONTROLLERS)")
 	webhook := fs.String("webhook-configuration", envOr("IMPLEMENTATION_WEBHOOK_CONFIGURATION", "was-harness-apps-admission"), "admission webhook configuration whose caBundle the admission side publishes; empty: do not wait for it")
-	lease := fs.String("lease", envOr("IMPLEMENTATION_LEASE", "kube-system/was-controller-manager"), "namespace/name of the controllers' leader election Lease; empty: do not wait for it")
+	lease := fs.String("lease", envOr("IMPLEMENTATION_LEASE", "was-system/was-controller-manager"), "namespace/name of the controllers' leader election Lease; empty: do not wait for it")
 	probeAnnotation := fs.String("admission-probe-annotation", envOr("IMPLEMENTATION_ADMISSION_PROBE_ANNOTATION", "scheduling.was-harness.io/deployment-scheduling"), "annotation on the dry-run Deployment that proves the webhook is reached after a restart (the reference's webhook sees only Deployments carrying its intent annotation); empty: a plain Deployment")
 	timeout := fs.Duration("timeout", 5*time.Minute, "bound of each wait")
 	if err := fs.Parse(args); err != nil {

@@ -32,13 +32,13 @@ func TestWaitTakeover(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			lease := &coordinationv1.Lease{
-				ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "was-controller-manager"},
+				ObjectMeta: metav1.ObjectMeta{Namespace: "was-system", Name: "was-controller-manager"},
 				Spec:       coordinationv1.LeaseSpec{RenewTime: &metav1.MicroTime{Time: tc.renewed}},
 			}
 			if tc.holder != "" {
 				lease.Spec.HolderIdentity = ptr.To(tc.holder)
 			}
-			h := &Hook{Client: fake.NewSimpleClientset(lease), Lease: "kube-system/was-controller-manager", Timeout: 1500 * time.Millisecond}
+			h := &Hook{Client: fake.NewSimpleClientset(lease), Lease: "was-system/was-controller-manager", Timeout: 1500 * time.Millisecond}
 			err := h.waitTakeover(context.Background(), killed, since)
 			if got := err == nil; got != tc.want {
 				t.Errorf("waitTakeover: %v; want a takeover: %t", err, tc.want)

@@ -134,8 +134,8 @@ const standbyDeadline = 15 * time.Minute
 // crash-point emptyDir), whose selector labels get other values so that the
 // DaemonSet does not adopt it. It is deleted when the spec ends; it never
 // restarts (restartPolicy Never) and ends by itself after standbyDeadline.
-// deploy/'s NetworkPolicies limit ingress only: it reaches the API server
-// as the DaemonSet's pods do.
+// deploy/'s NetworkPolicies select every pod of the namespace: it reaches
+// the API server (and nothing else) as the DaemonSet's pods do.
 func startStandbyPod(ctx context.Context, f *framework.Framework, in *installed) *instance {
 	ginkgo.GinkgoHelper()
 	pods := f.ClientSet.CoreV1().Pods(in.daemonSet.Namespace)

@@ -13,16 +13,17 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/workload-aware/apps-harness/deploy"
 	"github.com/workload-aware/apps-harness/framework"
 	"github.com/workload-aware/apps-harness/framework/apps"
 	"github.com/workload-aware/apps-harness/framework/builder"
 	"github.com/workload-aware/apps-harness/pkg/localcluster"
 )
 
-// The reference's Lease (its RBAC names it), and short timings so a
-// takeover happens within seconds.
+// The reference's Lease (its RBAC names it), in the install's own
+// namespace, and short timings so a takeover happens within seconds.
 const (
-	leaseNamespace = "kube-system"
+	leaseNamespace = deploy.Namespace
 	leaseName      = "was-controller-manager"
 )
 

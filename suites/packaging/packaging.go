@@ -50,7 +50,9 @@ var _ = ginkgo.Describe("Packaging of the reference implementation", framework.H
 		mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
 
 		// A dry-run namespace does not exist for the objects in it: unless
-		// deploy/ is installed (kind), they are checked in the spec's namespace.
+		// it exists (deploy/ installed on kind, or the local cluster's add-on,
+		// which creates it for the controllers' Lease), they are checked in
+		// the spec's namespace.
 		_, err = f.ClientSet.CoreV1().Namespaces().Get(ctx, deploy.Namespace, metav1.GetOptions{})
 		installed := err == nil
 		for _, obj := range objs {

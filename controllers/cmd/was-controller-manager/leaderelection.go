@@ -17,9 +17,12 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// defaultLeaderElection is kube-controller-manager's, with our own Lease:
-// kube-system/was-controller-manager. Off by default, as the local cluster
-// runs one instance; deploy/ turns it on (one instance per control-plane node).
+// defaultLeaderElection is kube-controller-manager's, with our own Lease in
+// our own namespace: was-system/was-controller-manager (the RBAC of
+// controllers/config grants that Lease only, and nothing on kube-system's
+// Leases). Off by default, as the local cluster runs one instance; deploy/
+// turns it on (one instance per control-plane node) and names the Lease
+// explicitly.
 func defaultLeaderElection() componentbaseconfig.LeaderElectionConfiguration {
 	return componentbaseconfig.LeaderElectionConfiguration{
 		LeaderElect:       false,
@@ -28,7 +31,7 @@ func defaultLeaderElection() componentbaseconfig.LeaderElectionConfiguration {
 		RetryPeriod:       metav1.Duration{Duration: 2 * time.Second},
 		ResourceLock:      resourcelock.LeasesResourceLock,
 		ResourceName:      "was-controller-manager",
-		ResourceNamespace: "kube-system",
+		ResourceNamespace: "was-system",
 	}
 }
 

@@ -142,8 +142,8 @@ func TestUserAgentCarriesTheInstance(t *testing.T) {
 
 func TestLeaderElectionDefaultsAndValidation(t *testing.T) {
 	d := defaultLeaderElection()
-	if d.LeaderElect || d.ResourceNamespace != "kube-system" || d.ResourceName != "was-controller-manager" || d.ResourceLock != "leases" {
-		t.Errorf("defaults %+v: want off, Lease kube-system/was-controller-manager (the RBAC names it)", d)
+	if d.LeaderElect || d.ResourceNamespace != "was-system" || d.ResourceName != "was-controller-manager" || d.ResourceLock != "leases" {
+		t.Errorf("defaults %+v: want off, Lease was-system/was-controller-manager (the RBAC names it)", d)
 	}
 	if err := validateLeaderElection(d); err != nil {
 		t.Errorf("defaults rejected: %v", err)
