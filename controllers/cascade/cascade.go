@@ -14,6 +14,7 @@ package cascade
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -108,12 +109,17 @@ func (f *Finisher) enqueueTerminating(namespace string) {
 	}
 }
 
-// Run processes the queue until ctx ends.
+// Run processes the queue until ctx ends, and returns once its sync no
+// longer runs (the leader-election release waits for that).
 func (f *Finisher) Run(ctx context.Context) {
 	defer utilruntime.HandleCrash()
-	defer f.queue.ShutDown()
-	go wait.UntilWithContext(ctx, func(ctx context.Context) { queue.Process(ctx, f.queue, f.sync) }, time.Second)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		wait.UntilWithContext(ctx, func(ctx context.Context) { queue.Process(ctx, f.queue, f.sync) }, time.Second)
+	})
 	<-ctx.Done()
+	f.queue.ShutDown()
+	wg.Wait()
 }
 
 func (f *Finisher) sync(ctx context.Context, key string) error {

@@ -2,6 +2,7 @@ package deployment
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -105,16 +106,23 @@ func (w *Workers) podGroupChanged(obj any) {
 	}
 }
 
-// Run processes both queues until ctx ends.
+// Run processes both queues until ctx ends, and returns once no sync of
+// its workers runs any more (the leader-election release waits for that).
 func (w *Workers) Run(ctx context.Context, workers int) {
 	defer utilruntime.HandleCrash()
-	defer w.deployQueue.ShutDown()
-	defer w.rsQueue.ShutDown()
+	var wg sync.WaitGroup
 	for range workers {
-		go wait.UntilWithContext(ctx, func(ctx context.Context) { queue.Process(ctx, w.deployQueue, w.syncDeployment) }, time.Second)
-		go wait.UntilWithContext(ctx, func(ctx context.Context) { queue.Process(ctx, w.rsQueue, w.syncReplicaSet) }, time.Second)
+		wg.Go(func() {
+			wait.UntilWithContext(ctx, func(ctx context.Context) { queue.Process(ctx, w.deployQueue, w.syncDeployment) }, time.Second)
+		})
+		wg.Go(func() {
+			wait.UntilWithContext(ctx, func(ctx context.Context) { queue.Process(ctx, w.rsQueue, w.syncReplicaSet) }, time.Second)
+		})
 	}
 	<-ctx.Done()
+	w.deployQueue.ShutDown()
+	w.rsQueue.ShutDown()
+	wg.Wait()
 }
 
 func (w *Workers) syncDeployment(ctx context.Context, key string) error {

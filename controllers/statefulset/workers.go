@@ -2,6 +2,7 @@ package statefulset
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -47,14 +48,20 @@ func NewSyncWorker(r *Reconciler, sets cache.SharedIndexInformer) *SyncWorker {
 	return w
 }
 
-// Run processes the queue with n workers until ctx ends.
+// Run processes the queue with n workers until ctx ends, and returns once
+// no sync of its workers runs any more (the leader-election release waits
+// for that).
 func (w *SyncWorker) Run(ctx context.Context, n int) {
 	defer utilruntime.HandleCrash()
-	defer w.queue.ShutDown()
+	var wg sync.WaitGroup
 	for range n {
-		go wait.UntilWithContext(ctx, func(ctx context.Context) { queue.Process(ctx, w.queue, w.sync) }, time.Second)
+		wg.Go(func() {
+			wait.UntilWithContext(ctx, func(ctx context.Context) { queue.Process(ctx, w.queue, w.sync) }, time.Second)
+		})
 	}
 	<-ctx.Done()
+	w.queue.ShutDown()
+	wg.Wait()
 }
 
 func (w *SyncWorker) sync(ctx context.Context, key string) error {

@@ -21,6 +21,7 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -197,8 +198,10 @@ func run(ctx context.Context, o options) error {
 	} else {
 		close(webhookStopped)
 	}
+	var stopped <-chan struct{} // closed once the controllers stopped and the Lease is released
 	if len(o.controllers) > 0 {
-		if err := runControllers(ctx, o, cfg, root, identity, health, serveErr); err != nil {
+		var err error
+		if stopped, err = runControllers(ctx, o, cfg, root, identity, health, serveErr); err != nil {
 			return err
 		}
 	}
@@ -210,6 +213,13 @@ func run(ctx context.Context, o options) error {
 		select {
 		case <-webhookStopped:
 		case <-time.After(o.shutdownDelay + shutdownTimeout + time.Second):
+		}
+		if stopped != nil {
+			// SIGTERM: the leader stops its controllers, then releases the
+			// Lease, so a standby takes over now rather than after the lease
+			// duration. Bounded by the release's deadline (leaderelection.go).
+			logger.Info("Stopping: the controllers, then the Lease")
+			<-stopped
 		}
 		return nil
 	case err := <-serveErr:
@@ -310,15 +320,17 @@ const scaleReadTimeout = 2 * time.Second
 
 // runControllers starts the controllers now, or, with leader election, in
 // the Lease holder only. Health reports "informers not synced" only for an
-// instance that should be running them: a standby is ready.
-func runControllers(ctx context.Context, o options, cfg *rest.Config, root kubernetes.Interface, identity string, health *healthChecks, serveErr chan<- error) error {
+// instance that should be running them: a standby is ready. With leader
+// election, the channel it returns is closed once the election has ended
+// (after ctx): the controllers stopped, then the Lease released.
+func runControllers(ctx context.Context, o options, cfg *rest.Config, root kubernetes.Interface, identity string, health *healthChecks, serveErr chan<- error) (<-chan struct{}, error) {
 	var synced atomic.Bool
-	start := func(ctx context.Context) error {
-		if err := startControllers(ctx, o, cfg, root, identity); err != nil {
-			return err
+	start := func(ctx context.Context) (wait func(), err error) {
+		if wait, err = startControllers(ctx, o, cfg, root, identity); err != nil {
+			return nil, err
 		}
 		synced.Store(true)
-		return nil
+		return wait, nil
 	}
 	if !o.leaderElection.LeaderElect {
 		health.add("controllers", func() error {
@@ -327,7 +339,8 @@ func runControllers(ctx context.Context, o options, cfg *rest.Config, root kuber
 			}
 			return nil
 		})
-		return start(ctx)
+		_, err := start(ctx)
+		return nil, err
 	}
 	le := &leaderElection{config: o.leaderElection, identity: identity, watchdog: leaderelection.NewLeaderHealthzAdaptor(leaderHealthTimeout)}
 	var leading atomic.Bool
@@ -338,15 +351,22 @@ func runControllers(ctx context.Context, o options, cfg *rest.Config, root kuber
 		return nil
 	})
 	health.add("leader-election", le.check)
+	stopped := make(chan struct{})
 	go func() {
+		defer close(stopped)
 		serveErr <- le.run(ctx, cfg, func(ctx context.Context) {
 			leading.Store(true)
-			if err := start(ctx); err != nil && ctx.Err() == nil {
-				serveErr <- err
+			wait, err := start(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					serveErr <- err
+				}
+				return
 			}
+			wait() // returns once every controller's workers have returned, after ctx
 		})
 	}()
-	return nil
+	return stopped, nil
 }
 
 func webhookCertificate(ctx context.Context, o options, root kubernetes.Interface, onRenewed func()) (certificateSource, error) {
@@ -364,8 +384,10 @@ func webhookCertificate(ctx context.Context, o options, root kubernetes.Interfac
 }
 
 // startControllers builds the upstream controllers over wrapped clients and
-// starts them once their informers have synced.
-func startControllers(ctx context.Context, o options, cfg *rest.Config, root kubernetes.Interface, identity string) error {
+// starts them once their informers have synced. The func it returns waits,
+// after ctx ends, until every controller's Run has returned (each waits for
+// its workers), so nothing they write is in flight any more.
+func startControllers(ctx context.Context, o options, cfg *rest.Config, root kubernetes.Interface, identity string) (func(), error) {
 	// Bootstraps from the root identity: a token for each controller's
 	// kube-system service account (which the manifests create; the root
 	// identity may only read these three and request their tokens).
@@ -381,11 +403,11 @@ func startControllers(ctx context.Context, o options, cfg *rest.Config, root kub
 	}
 	deploymentClient, err := clientFor("deployment-controller")
 	if err != nil {
-		return fmt.Errorf("client of deployment-controller: %w", err)
+		return nil, fmt.Errorf("client of deployment-controller: %w", err)
 	}
 	replicaSetClient, err := clientFor("replicaset-controller")
 	if err != nil {
-		return fmt.Errorf("client of replicaset-controller: %w", err)
+		return nil, fmt.Errorf("client of replicaset-controller: %w", err)
 	}
 
 	factory := informers.NewSharedInformerFactory(root, 12*time.Hour)
@@ -417,7 +439,7 @@ func startControllers(ctx context.Context, o options, cfg *rest.Config, root kub
 	if slices.Contains(o.controllers, "deployment") {
 		dc, err := upstreamdeployment.NewDeploymentController(ctx, upstreamDeployments.Deployments(dInf), rsInf, podInf, r.DeploymentControllerClient(deploymentClient))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		runs = append(runs, func() { dc.Run(ctx, o.deploymentWorkers) })
 	}
@@ -427,7 +449,7 @@ func startControllers(ctx context.Context, o options, cfg *rest.Config, root kub
 	if slices.Contains(o.controllers, "statefulset") {
 		setClient, err := clientFor("statefulset-controller")
 		if err != nil {
-			return fmt.Errorf("client of statefulset-controller: %w", err)
+			return nil, fmt.Errorf("client of statefulset-controller: %w", err)
 		}
 		runs = append(runs, statefulSetRuns(ctx, o, setClient, factory, sched)...)
 	}
@@ -436,15 +458,16 @@ func startControllers(ctx context.Context, o options, cfg *rest.Config, root kub
 	sched.Start(ctx)
 	for typ, ok := range factory.WaitForCacheSync(ctx.Done()) {
 		if !ok {
-			return fmt.Errorf("informer for %v did not sync", typ)
+			return nil, fmt.Errorf("informer for %v did not sync", typ)
 		}
 	}
+	var wg sync.WaitGroup
 	for _, run := range runs {
-		go run()
+		wg.Go(run)
 	}
-	go workers.Run(ctx, 2)
-	go finisher.Run(ctx)
-	return nil
+	wg.Go(func() { workers.Run(ctx, 2) })
+	wg.Go(func() { finisher.Run(ctx) })
+	return wg.Wait, nil
 }
 
 // replicaSetRun builds the upstream ReplicaSet controller, imported as a
