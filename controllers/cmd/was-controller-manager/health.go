@@ -7,32 +7,50 @@ import (
 	"sync"
 )
 
-// healthChecks is /healthz: every named check must pass. The kubelet's
-// readiness probe and the local cluster's start-up wait read it.
+// healthChecks is /healthz, the readiness: every named check must pass.
+// The kubelet's readiness probe and the local cluster's start-up wait read
+// it. Its liveness checks alone are /livez (Livez), the kubelet's liveness
+// probe: only what a restart cures, never "not ready yet" (informers not
+// synced, a standby, a certificate near its end), or a slow start or a
+// standby would be killed over and over.
 type healthChecks struct {
-	mu     sync.Mutex
-	names  []string
-	checks map[string]func() error
+	mu       sync.Mutex
+	names    []string
+	checks   map[string]func() error
+	liveness map[string]bool
 }
 
-func newHealthChecks() *healthChecks { return &healthChecks{checks: map[string]func() error{}} }
+func newHealthChecks() *healthChecks {
+	return &healthChecks{checks: map[string]func() error{}, liveness: map[string]bool{}}
+}
 
-// add registers (or replaces) a check.
-func (h *healthChecks) add(name string, check func() error) {
+// add registers (or replaces) a readiness check.
+func (h *healthChecks) add(name string, check func() error) { h.register(name, check, false) }
+
+// addLiveness registers (or replaces) a check of both /livez and /healthz:
+// a process failing it is stuck and must be restarted.
+func (h *healthChecks) addLiveness(name string, check func() error) { h.register(name, check, true) }
+
+func (h *healthChecks) register(name string, check func() error, liveness bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if _, ok := h.checks[name]; !ok {
 		h.names = append(h.names, name)
 	}
 	h.checks[name] = check
+	h.liveness[name] = liveness
 }
 
-// failing returns one line per failing check.
-func (h *healthChecks) failing() []string {
+// failing returns one line per failing check (the liveness ones only, with
+// onlyLiveness).
+func (h *healthChecks) failing(onlyLiveness bool) []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var out []string
 	for _, name := range h.names {
+		if onlyLiveness && !h.liveness[name] {
+			continue
+		}
 		if err := h.checks[name](); err != nil {
 			out = append(out, fmt.Sprintf("%s: %v", name, err))
 		}
@@ -41,7 +59,16 @@ func (h *healthChecks) failing() []string {
 }
 
 func (h *healthChecks) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
-	if failing := h.failing(); len(failing) > 0 {
+	serveChecks(w, h.failing(false))
+}
+
+// Livez is /livez: the liveness checks only.
+func (h *healthChecks) Livez() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { serveChecks(w, h.failing(true)) })
+}
+
+func serveChecks(w http.ResponseWriter, failing []string) {
+	if len(failing) > 0 {
 		http.Error(w, strings.Join(failing, "\n"), http.StatusServiceUnavailable)
 		return
 	}

@@ -183,7 +183,10 @@ func run(ctx context.Context, o options) error {
 	health := newHealthChecks()
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", legacyregistry.Handler())
+	// /healthz is the readiness; /livez the liveness (the leader-election
+	// watchdog only: health.go).
 	mux.Handle("/healthz", health)
+	mux.Handle("/livez", health.Livez())
 	serveErr := make(chan error, 5) // the three servers, the election, the leader's start
 	go func() { serveErr <- serve(ctx, newServer(o.bindAddress, mux, nil)) }()
 	if o.pprofAddress != "" {
@@ -350,7 +353,9 @@ func runControllers(ctx context.Context, o options, cfg *rest.Config, root kuber
 		}
 		return nil
 	})
-	health.add("leader-election", le.check)
+	// The watchdog: a leader that has not renewed its Lease for
+	// leaderHealthTimeout past the renew deadline is stuck; a restart cures it.
+	health.addLiveness("leader-election", le.check)
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
