@@ -18,7 +18,8 @@
 #      (default $ARTIFACTS/kind-audit, kept with the artifacts; empty: none),
 #      which the suite reads as --audit-log (env AUDIT_LOG);
 #   2. load the reference implementation's image (kind load image-archive);
-#   3. deploy it (kubectl apply -k deploy/) and wait until both DaemonSets are
+#   3. deploy it (kubectl apply -k of deploy/ with the image pinned by digest:
+#      hack/deploy-pinned.sh) and wait until both DaemonSets are
 #      ready (the webhook is ready once its caBundle is set); install the
 #      harness's DRA driver (hack/dradriver: the DRA specs' devices);
 #   4. run the suites against the cluster (hack/e2e.sh with E2E_KUBECONFIG),
@@ -440,12 +441,16 @@ log "step 2/5: image $IMAGE loaded into the nodes ($controller_archive)"
 "$KIND" load image-archive "$forger_archive" --name "$KIND_CLUSTER_NAME"
 timed "load controller image"
 
-log "step 3/5: deploying the reference implementation (kubectl apply -k deploy/)"
+# deploy/ with the image pinned by the digest of what was just built and
+# loaded (an overlay in $OUTPUT_DIR; deploy/ itself stays as checked in).
+controller_digest=$(<"$controller_archive.digest")
+deploy_dir=$(hack/deploy-pinned.sh "$controller_digest")
+log "step 3/5: deploying the reference implementation (kubectl apply -k deploy/, image ${IMAGE%:*}@$controller_digest)"
 # The webhook verifies the API server's client certificate against this CA
 # (docs/install.md: the same step on any cluster).
 kubectl_ apply -f deploy/namespace.yaml
 kubectl_ -n was-system create configmap was-webhook-client-ca --from-file=ca.crt="$WEBHOOK_CLIENT_DIR/ca.crt" --dry-run=client -o yaml | kubectl_ apply -f -
-kubectl_ apply -k deploy/
+kubectl_ apply -k "$deploy_dir"
 for ds in was-controller-manager was-webhook; do
   kubectl_ -n was-system rollout status "daemonset/$ds" --timeout=5m
 done

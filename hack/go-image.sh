@@ -24,6 +24,10 @@ log "go build (static) $module: $pkg"
 (cd "$module" && CGO_ENABLED=0 nice -n 19 go build -trimpath -ldflags '-s -w' -o "$dir/$name" "$pkg")
 (cd hack/ociimage && nice -n 19 go build -o "$OUTPUT_DIR/bin/ociimage" .)
 out=$dir/images-extra/$name.tar
-"$OUTPUT_DIR/bin/ociimage" -name "$image" -out "$out" -user "$user" -file "$dir/$name:/$name" -entrypoint "/$name"
+# GO_IMAGE_OCI=1: an OCI layout archive, whose manifest the node stores as is,
+# and its digest in $out.digest (for a digest-pinned install).
+oci=()
+[[ ${GO_IMAGE_OCI:-} == 1 ]] && oci=(-oci -digest-file "$out.digest")
+"$OUTPUT_DIR/bin/ociimage" -name "$image" -out "$out" -user "$user" -file "$dir/$name:/$name" -entrypoint "/$name" "${oci[@]}"
 log "$image -> $out in $((SECONDS - t0))s"
 echo "$out"

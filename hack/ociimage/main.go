@@ -49,11 +49,20 @@ func main() {
 	flag.Var(&files, "file", "SRC:DST[:MODE] file to add (mode octal, default 0755); repeatable")
 	flag.Var(&envs, "env", "K=V environment variable; repeatable")
 	flag.Var(&entrypoint, "entrypoint", "entrypoint argument; repeatable, in order")
+	oci := flag.Bool("oci", false, "write an OCI image layout archive (index.json) instead of a docker-save one: containerd imports its manifest as is, so the digest below is the one the node stores; the image is named both -name and <repository>@<digest>")
+	digestFile := flag.String("digest-file", "", "with -oci: write the image's manifest digest (sha256:...) to this file")
 	flag.Parse()
 	if *imageName == "" || *out == "" {
 		fail(fmt.Errorf("-name and -out are required"))
 	}
-	if err := run(*imageName, *out, *base, *user, files, envs, entrypoint); err != nil {
+	if *digestFile != "" && !*oci {
+		fail(fmt.Errorf("-digest-file needs -oci: containerd rewrites the manifest of a docker-save archive, so its digest is not known here"))
+	}
+	write := func(ref name.Tag, img v1.Image) error { return tarball.WriteToFile(*out, ref, img) }
+	if *oci {
+		write = func(ref name.Tag, img v1.Image) error { return writeOCIArchive(*out, *digestFile, ref, img) }
+	}
+	if err := run(*imageName, *base, *user, files, envs, entrypoint, write); err != nil {
 		fail(err)
 	}
 }
@@ -63,7 +72,7 @@ func fail(err error) {
 	os.Exit(1)
 }
 
-func run(imageName, out, base, user string, files, envs, entrypoint []string) error {
+func run(imageName, base, user string, files, envs, entrypoint []string, write func(name.Tag, v1.Image) error) error {
 	ref, err := name.NewTag(imageName, name.WeakValidation)
 	if err != nil {
 		return fmt.Errorf("image name %q: %w", imageName, err)
@@ -102,7 +111,7 @@ func run(imageName, out, base, user string, files, envs, entrypoint []string) er
 	if img, err = mutate.ConfigFile(img, cfg); err != nil {
 		return err
 	}
-	return tarball.WriteToFile(out, ref, img)
+	return write(ref, img)
 }
 
 // filesLayer is a tar of the given files (with their parent directories) and
