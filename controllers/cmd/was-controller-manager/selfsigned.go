@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"net"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
 	"github.com/workload-aware/apps-harness/pkg/pki"
@@ -156,19 +158,21 @@ func (c *selfSignedCertificate) start(ctx context.Context) error {
 }
 
 // sync makes the Secret hold a certificate we trust and that is far from its
-// end, serves it, and puts its CA bundle into the webhook configuration.
+// end, adds its CA bundle to the webhook configuration's, and only then
+// serves it: a leaf of a new CA is never served before the API server can
+// trust it, in this pod or in any other (each publishes before it serves).
 func (c *selfSignedCertificate) sync(ctx context.Context) error {
 	secret, err := c.ensureSecret(ctx)
 	if err != nil {
 		return err
 	}
-	if err := c.serve(ctx, secret); err != nil {
-		return err
+	if c.opts.webhookConfiguration != "" {
+		if err := c.publishCABundle(ctx, secret.Data[caCertKey]); err != nil {
+			// The previous leaf stays served: its CA is in the bundle.
+			return fmt.Errorf("publishing the CA bundle of Secret %s: %w", c.opts.secret, err)
+		}
 	}
-	if c.opts.webhookConfiguration == "" {
-		return nil
-	}
-	return c.setCABundle(ctx, secret.Data[caCertKey])
+	return c.serve(ctx, secret)
 }
 
 // GetCertificate is the TLS server's certificate, looked up on every
@@ -429,23 +433,68 @@ func (c *selfSignedCertificate) issue(ca *pki.CA, previous []*x509.Certificate) 
 	}, nil
 }
 
-func (c *selfSignedCertificate) setCABundle(ctx context.Context, bundle []byte) error {
-	api := c.client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
-	wc, err := api.Get(ctx, c.opts.webhookConfiguration, metav1.GetOptions{})
+// publishCABundle adds the CAs of bundle that each webhook's caBundle lacks.
+// It only adds: a CA already there stays until it expires, since another
+// replica may have published a newer CA than the Secret we read, or an
+// operator one of theirs, and dropping it would fail every call to a pod
+// serving a leaf it issued. The update carries the resourceVersion read, so
+// a concurrent write is a conflict, retried on a fresh read, never
+// overwritten. Only clientConfig.caBundle changes (the registration's
+// ValidatingAdmissionPolicy denies this account anything else).
+func (c *selfSignedCertificate) publishCABundle(ctx context.Context, bundle []byte) error {
+	ours, err := certutil.ParseCertsPEM(bundle)
 	if err != nil {
 		return err
 	}
-	changed := false
-	for i := range wc.Webhooks {
-		if !slices.Equal(wc.Webhooks[i].ClientConfig.CABundle, bundle) {
-			wc.Webhooks[i].ClientConfig.CABundle, changed = bundle, true
+	api := c.client.AdmissionregistrationV1().ValidatingWebhookConfigurations()
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		wc, err := api.Get(ctx, c.opts.webhookConfiguration, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		changed := false
+		for i := range wc.Webhooks {
+			if merged, grew := mergeCABundle(wc.Webhooks[i].ClientConfig.CABundle, ours, time.Now()); grew {
+				wc.Webhooks[i].ClientConfig.CABundle, changed = merged, true
+			}
+		}
+		if !changed {
+			return nil
+		}
+		if _, err := api.Update(ctx, wc, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+		klog.FromContext(ctx).Info("Added the self-signed CA to the webhook's caBundle", "validatingWebhookConfiguration", c.opts.webhookConfiguration)
+		return nil
+	})
+}
+
+// mergeCABundle returns current plus the CAs of ours it lacks, without the
+// certificates in current that have expired (or are no certificate); changed
+// is false when there is nothing to add, in which case current is kept as it
+// is (expired CAs go with the next addition: a bundle is never rewritten
+// only to shrink it).
+func mergeCABundle(current []byte, ours []*x509.Certificate, now time.Time) (merged []byte, changed bool) {
+	var kept []*x509.Certificate
+	for rest := current; len(rest) > 0; {
+		var block *pem.Block
+		if block, rest = pem.Decode(rest); block == nil {
+			break
+		}
+		if cert, err := x509.ParseCertificate(block.Bytes); err == nil && block.Type == "CERTIFICATE" && now.Before(cert.NotAfter) {
+			kept = append(kept, cert)
+		}
+	}
+	for _, ca := range ours {
+		if now.Before(ca.NotAfter) && !slices.ContainsFunc(kept, ca.Equal) {
+			kept, changed = append(kept, ca), true
 		}
 	}
 	if !changed {
-		return nil
+		return current, false
 	}
-	if _, err = api.Update(ctx, wc, metav1.UpdateOptions{}); err == nil {
-		klog.FromContext(ctx).Info("Set the webhook's caBundle", "validatingWebhookConfiguration", c.opts.webhookConfiguration)
+	for _, cert := range kept {
+		merged = append(merged, pki.CertPEM(cert)...)
 	}
-	return err
+	return merged, true
 }
