@@ -139,6 +139,8 @@ func start() (*Server, error) {
 		return nil, fmt.Errorf("starting kube-apiserver %s and etcd %s: %w", apiserver, etcd, err)
 	}
 	fmt.Fprintf(os.Stderr, "apitest: kube-apiserver and etcd started in %s\n", time.Since(began).Round(100*time.Millisecond))
+	// Tests in parallel share it: client-go's default 5 requests/s would pace them, not the server.
+	cfg.QPS, cfg.Burst = 500, 1000
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
