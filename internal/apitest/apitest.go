@@ -1,5 +1,6 @@
 // Package apitest runs unit tests against a real kube-apiserver and etcd
-// (controller-runtime's envtest), built by this project (`make binaries`),
+// (controller-runtime's envtest), built by this project (`make binaries`)
+// and started with the local cluster's feature gates and API versions,
 // so that what a test checks is the server's behaviour (validation,
 // immutability, preconditions, conflicts), not a fake's idea of it.
 //
@@ -37,6 +38,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/workload-aware/apps-harness/api/cluster"
+	"github.com/workload-aware/apps-harness/pkg/localcluster"
 )
 
 // Env variables: the binaries, and whether their absence fails.
@@ -131,7 +135,13 @@ func start() (*Server, error) {
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
 	}
-	env.ControlPlane.GetAPIServer().Path = apiserver
+	apiServer := env.ControlPlane.GetAPIServer()
+	apiServer.Path = apiserver
+	// The gates and API versions of `make e2e`'s local cluster: the
+	// scheduling.k8s.io objects the controllers write are served.
+	apiServer.Configure().
+		Set("feature-gates", localcluster.FormatFeatureGates(cluster.KubeFeatureGates())).
+		Set("runtime-config", localcluster.FormatRuntimeConfig(cluster.RuntimeConfig()))
 	env.ControlPlane.Etcd = &envtest.Etcd{Path: etcd}
 	began := time.Now()
 	cfg, err := env.Start()
