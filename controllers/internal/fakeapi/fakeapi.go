@@ -12,6 +12,7 @@ package fakeapi
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"sync"
@@ -28,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
@@ -127,7 +129,8 @@ func (a *API) StartScheduling() {
 
 // apiServerSemantics makes the fake behave like an apiserver where the code
 // under test depends on it: new pods are Pending, scheduling objects get a
-// UID and a fresh resourceVersion on every write, and an update carrying a
+// UID and a fresh resourceVersion on every write, an update without a
+// resourceVersion is invalid, and an update carrying a
 // stale resourceVersion is a conflict.
 func (a *API) apiServerSemantics() {
 	a.Client.PrependReactor("create", "*", a.createScheduling)
@@ -174,7 +177,14 @@ func (a *API) updateScheduling(act clienttesting.Action) (bool, runtime.Object, 
 		return true, nil, err
 	}
 	sm, _ := meta.Accessor(stored)
-	if m.GetResourceVersion() != "" && m.GetResourceVersion() != sm.GetResourceVersion() {
+	if m.GetResourceVersion() == "" {
+		// Workloads and PodGroups allow no unconditional update (checked
+		// against kube-apiserver in semantics_test.go).
+		kind := schema.GroupKind{Group: schedulingGroup, Kind: reflect.TypeOf(m).Elem().Name()}
+		return true, nil, apierrors.NewInvalid(kind, m.GetName(),
+			field.ErrorList{field.Invalid(field.NewPath("metadata", "resourceVersion"), 0, "must be specified for an update")})
+	}
+	if m.GetResourceVersion() != sm.GetResourceVersion() {
 		return true, nil, apierrors.NewConflict(act.GetResource().GroupResource(), m.GetName(),
 			fmt.Errorf("resourceVersion %s is stale, stored %s", m.GetResourceVersion(), sm.GetResourceVersion()))
 	}
