@@ -2,7 +2,6 @@ package framework
 
 import (
 	"context"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -10,7 +9,6 @@ import (
 
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,43 +16,35 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/workload-aware/apps-harness/internal/apitest"
 )
 
 func ownedBy(kind, name string, uid types.UID) []metav1.OwnerReference {
 	return []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: kind, Name: name, UID: uid, Controller: ptr.To(true)}}
 }
 
-func workload(name string, owners []metav1.OwnerReference) *schedulingv1beta1.Workload {
-	return &schedulingv1beta1.Workload{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", OwnerReferences: owners}}
+// workload and podGroup pass the apiserver's validation (the first two
+// tests run on a real one).
+func workload(ns, name string, owners []metav1.OwnerReference) *schedulingv1beta1.Workload {
+	tp := schedulingv1beta1.PodGroupTemplate{Name: "t"}
+	tp.SchedulingPolicy.Basic = &schedulingv1beta1.BasicSchedulingPolicy{}
+	return &schedulingv1beta1.Workload{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, OwnerReferences: owners},
+		Spec:       schedulingv1beta1.WorkloadSpec{PodGroupTemplates: []schedulingv1beta1.PodGroupTemplate{tp}},
+	}
 }
 
-func podGroup(name, workload string, owners []metav1.OwnerReference) *schedulingv1beta1.PodGroup {
-	return &schedulingv1beta1.PodGroup{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", OwnerReferences: owners},
+func podGroup(ns, name, workload string, owners []metav1.OwnerReference) *schedulingv1beta1.PodGroup {
+	pg := &schedulingv1beta1.PodGroup{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, OwnerReferences: owners},
 		Spec:       schedulingv1beta1.PodGroupSpec{WorkloadRef: &schedulingv1beta1.WorkloadReference{WorkloadName: workload, TemplateName: "t"}},
 	}
+	pg.Spec.SchedulingPolicy.Basic = &schedulingv1beta1.BasicSchedulingPolicy{}
+	return pg
 }
 
-// newFakeClientset is a fake whose objects carry a resourceVersion, as an
-// apiserver's do: the watchers resume from the last one they saw.
-func newFakeClientset() *fake.Clientset {
-	cs := fake.NewClientset()
-	var rv atomic.Int64
-	rv.Store(100)
-	stamp := func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if o, ok := a.(interface{ GetObject() runtime.Object }); ok {
-			if m, err := apimeta.Accessor(o.GetObject()); err == nil {
-				m.SetResourceVersion(strconv.FormatInt(rv.Add(1), 10))
-			}
-		}
-		return false, nil, nil
-	}
-	cs.PrependReactor("create", "*", stamp)
-	cs.PrependReactor("update", "*", stamp)
-	return cs
-}
-
-// waitFor polls cond for up to 5s: the fake's watch delivers asynchronously.
+// waitFor polls cond for up to 5s: a watch delivers asynchronously.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
@@ -68,27 +58,29 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // A duplicate that exists only for a moment is still reported: the watcher
 // checks every event, not the final state.
 func TestDuplicateWatcherReportsATransientDuplicateWorkload(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	cs := newFakeClientset()
-	w, err := startDuplicateWatcher(ctx, cs, "ns", 5*time.Second)
+	api := apitest.Start(t)
+	cs, ns := api.Client, api.Namespace(t)
+	w, err := startDuplicateWatcher(ctx, cs, ns, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	wl := cs.SchedulingV1beta1().Workloads("ns")
+	wl := cs.SchedulingV1beta1().Workloads(ns)
 	owner := ownedBy("Deployment", "d", "uid-d")
-	if _, err := wl.Create(ctx, workload("d-1", owner), metav1.CreateOptions{}); err != nil {
+	if _, err := wl.Create(ctx, workload(ns, "d-1", owner), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// Another owner's Workload is not a duplicate.
-	if _, err := wl.Create(ctx, workload("e-1", ownedBy("Deployment", "e", "uid-e")), metav1.CreateOptions{}); err != nil {
+	if _, err := wl.Create(ctx, workload(ns, "e-1", ownedBy("Deployment", "e", "uid-e")), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "two Workloads in the informer", func() bool { l, _ := wl.List(ctx, metav1.ListOptions{}); return len(l.Items) == 2 })
 	if v := w.Violations(); len(v) != 0 {
 		t.Fatalf("violations before any duplicate: %v", v)
 	}
-	if _, err := wl.Create(ctx, workload("d-2", owner), metav1.CreateOptions{}); err != nil {
+	if _, err := wl.Create(ctx, workload(ns, "d-2", owner), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -108,35 +100,43 @@ func TestDuplicateWatcherReportsATransientDuplicateWorkload(t *testing.T) {
 }
 
 func TestDuplicateWatcherPodGroupsPerWorkloadAndOwner(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
-	cs := newFakeClientset()
-	w, err := startDuplicateWatcher(ctx, cs, "ns", 5*time.Second)
+	api := apitest.Start(t)
+	cs, ns := api.Client, api.Namespace(t)
+	w, err := startDuplicateWatcher(ctx, cs, ns, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	pgs := cs.SchedulingV1beta1().PodGroups("ns")
+	pgs := cs.SchedulingV1beta1().PodGroups(ns)
 	// One PodGroup per ReplicaSet revision of one Workload: fine.
 	for _, pg := range []*schedulingv1beta1.PodGroup{
-		podGroup("d-aaa", "d-1", ownedBy("ReplicaSet", "d-aaa", "uid-rs1")),
-		podGroup("d-bbb", "d-1", ownedBy("ReplicaSet", "d-bbb", "uid-rs2")),
+		podGroup(ns, "d-aaa", "d-1", ownedBy("ReplicaSet", "d-aaa", "uid-rs1")),
+		podGroup(ns, "d-bbb", "d-1", ownedBy("ReplicaSet", "d-bbb", "uid-rs2")),
 	} {
 		if _, err := pgs.Create(ctx, pg, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// A terminating PodGroup and its replacement may overlap.
-	terminating := podGroup("s-old", "s-1", ownedBy("StatefulSet", "s", "uid-s"))
-	terminating.DeletionTimestamp = ptr.To(metav1.Now())
+	// A terminating PodGroup and its replacement may overlap: deleted, it
+	// stays while its finalizer does (no controller here removes it).
+	terminating := podGroup(ns, "s-old", "s-1", ownedBy("StatefulSet", "s", "uid-s"))
 	terminating.Finalizers = []string{"scheduling.k8s.io/podgroup-protection"}
 	if _, err := pgs.Create(ctx, terminating, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pgs.Create(ctx, podGroup("s-new", "s-1", ownedBy("StatefulSet", "s", "uid-s")), metav1.CreateOptions{}); err != nil {
+	if err := pgs.Delete(ctx, "s-old", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if pg, err := pgs.Get(ctx, "s-old", metav1.GetOptions{}); err != nil || pg.DeletionTimestamp == nil {
+		t.Fatalf("s-old is not terminating: %v", err)
+	}
+	if _, err := pgs.Create(ctx, podGroup(ns, "s-new", "s-1", ownedBy("StatefulSet", "s", "uid-s")), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// Now a real duplicate: a second live PodGroup for the first ReplicaSet.
-	if _, err := pgs.Create(ctx, podGroup("d-aaa-2", "d-1", ownedBy("ReplicaSet", "d-aaa", "uid-rs1")), metav1.CreateOptions{}); err != nil {
+	if _, err := pgs.Create(ctx, podGroup(ns, "d-aaa-2", "d-1", ownedBy("ReplicaSet", "d-aaa", "uid-rs1")), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the duplicate PodGroup to be reported", func() bool { return len(w.Violations()) > 0 })
@@ -146,6 +146,9 @@ func TestDuplicateWatcherPodGroupsPerWorkloadAndOwner(t *testing.T) {
 	}
 }
 
+// On client-go's fake: a real server cannot be made to close a watch, answer
+// 410 and have its history compacted on cue.
+//
 // A watch that closes between two creations is resumed, so a duplicate
 // created after it is still seen. A resumption the apiserver answers with 410
 // (a restarted kube-apiserver no longer has the events in between) is filled
@@ -153,7 +156,7 @@ func TestDuplicateWatcherPodGroupsPerWorkloadAndOwner(t *testing.T) {
 // seen; when etcd no longer has them either, the gap is reported.
 func TestDuplicateWatcherResumesAndReportsGaps(t *testing.T) {
 	owner := ownedBy("Deployment", "d", "uid-d")
-	first, second := workload("d-1", owner), workload("d-2", owner)
+	first, second := workload("ns", "d-1", owner), workload("ns", "d-2", owner)
 	first.ResourceVersion, second.ResourceVersion = "11", "12"
 	first.UID, second.UID = "uid-1", "uid-2"
 	gone := apierrors.NewResourceExpired("too old resource version: 11 (40)")

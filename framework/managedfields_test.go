@@ -7,7 +7,9 @@ import (
 	"github.com/onsi/gomega"
 	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/fake"
+	schedulingv1beta1ac "k8s.io/client-go/applyconfigurations/scheduling/v1beta1"
+
+	"github.com/workload-aware/apps-harness/internal/apitest"
 )
 
 const (
@@ -32,21 +34,20 @@ func TestFieldPathsUseTheFieldsV1Keys(t *testing.T) {
 	g.Expect(OwnerReferenceField(setUID)).To(gomega.Equal([]string{"f:metadata", "f:ownerReferences", `k:{"uid":"3f1c2a54-7b8e-4d0a-9a51-0c6a2f3e9b11"}`}))
 }
 
-// The same paths against the field manager itself (client-go's fake runs
-// the apiserver's structured-merge-diff with the built-in schema): a create
-// owns what it sent; an update that leaves the finalizer as it was owns none
-// of it.
+// The same paths against kube-apiserver's field manager: a create owns what
+// it sent; an update that leaves the finalizer as it was owns none of it.
 func TestManagersThatSetAgainstTheFieldManager(t *testing.T) {
+	t.Parallel()
 	g := gomega.NewWithT(t)
 	ctx := context.Background()
-	c := fake.NewClientset()
-	pgs := c.SchedulingV1beta1().PodGroups("ns")
-	_, err := pgs.Create(ctx, &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Name: "pg", Namespace: "ns",
-		Finalizers:      []string{protection},
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "s", UID: setUID}},
-	}}, metav1.CreateOptions{FieldManager: "creator"})
+	api := apitest.Start(t)
+	ns := api.Namespace(t)
+	pgs := api.Client.SchedulingV1beta1().PodGroups(ns)
+	pg := podGroup(ns, "pg", "w", []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "s", UID: setUID}})
+	pg.Finalizers = []string{protection}
+	_, err := pgs.Create(ctx, pg, metav1.CreateOptions{FieldManager: "creator"})
 	g.Expect(err).NotTo(gomega.HaveOccurred())
-	pg, err := pgs.Get(ctx, "pg", metav1.GetOptions{})
+	pg, err = pgs.Get(ctx, "pg", metav1.GetOptions{})
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	pg.Labels = map[string]string{"touched": "yes"}
 	_, err = pgs.Update(ctx, pg, metav1.UpdateOptions{FieldManager: "updater"})
@@ -84,7 +85,8 @@ func TestManagersThatSetFindsTheCreatorOfAField(t *testing.T) {
 
 // A PodGroup as the apiserver stores it when the creating client did not send
 // the finalizer (PodGroupProtection added it after the managedFields were
-// computed), and then with a later server-side apply that claims it.
+// computed), and then with a later server-side apply that claims it; with
+// entries no server writes (no fields, malformed), so built by hand.
 func TestManagersThatSetOwnsNothingAdmissionAdded(t *testing.T) {
 	g := gomega.NewWithT(t)
 	pg := &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{
@@ -104,4 +106,25 @@ func TestManagersThatSetOwnsNothingAdmissionAdded(t *testing.T) {
 	g.Expect(setters[0].String()).To(gomega.Equal("other (Apply)"))
 	g.Expect(DescribeManagedFields(pg)).To(gomega.ContainSubstring("no-fields (Update): (no fields)\n"))
 	g.Expect(DescribeManagedFields(pg)).To(gomega.ContainSubstring(`other (Apply): {"f:metadata":{"f:finalizers"`))
+}
+
+// The same on kube-apiserver: its PodGroupProtection admission adds the
+// finalizer to a PodGroup created without it, and no manager owns it, until
+// a server-side apply claims it.
+func TestManagersThatSetOwnsNothingAdmissionAddedOnTheServer(t *testing.T) {
+	t.Parallel()
+	g := gomega.NewWithT(t)
+	ctx := context.Background()
+	api := apitest.Start(t)
+	ns := api.Namespace(t)
+	pgs := api.Client.SchedulingV1beta1().PodGroups(ns)
+	pg, err := pgs.Create(ctx, podGroup(ns, "pg", "w", nil), metav1.CreateOptions{FieldManager: "replicaset-controller"})
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(pg.Finalizers).To(gomega.ContainElement(protection), "admission did not add the finalizer")
+	g.Expect(ManagersThatSet(pg, FinalizerField(protection)...)).To(gomega.BeEmpty(), DescribeManagedFields(pg))
+
+	pg, err = pgs.Apply(ctx, schedulingv1beta1ac.PodGroup("pg", ns).WithFinalizers(protection), metav1.ApplyOptions{FieldManager: "other", Force: true})
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(ManagersThatSet(pg, FinalizerField(protection)...)).To(gomega.Equal(
+		[]FieldSetter{{Manager: "other", Operation: metav1.ManagedFieldsOperationApply}}), DescribeManagedFields(pg))
 }
