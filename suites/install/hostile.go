@@ -107,7 +107,7 @@ func startForger(ctx context.Context, f *framework.Framework, target string) *co
 			Containers: []corev1.Container{{
 				Name: "forger", Image: framework.TestContext.ForgerImage, ImagePullPolicy: corev1.PullIfNotPresent,
 				Args: []string{"--target=" + target, fmt.Sprintf("--rate=%d", forgedRate), "--duration=" + forgedDuration.String(),
-					"--namespace=" + f.Namespace, "--name=scaled"},
+					"--namespace=" + f.Namespace, "--name=scaled", "--workers=256"},
 				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
 			}},
 		},

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -76,7 +78,7 @@ var _ = ginkgo.Describe("Install of the reference implementation: the webhook's 
 		gomega.Expect(secret.Labels).To(gomega.HaveKeyWithValue("app.kubernetes.io/managed-by", "was-controller-manager"))
 		expectEvent(ctx, f, secretName, corev1.EventTypeWarning, reasonCertificateReplaced)
 		bundle := caBundle(ctx, f, wc.Name)
-		gomega.Expect(bundle).To(gomega.Equal(secret.Data["ca.crt"]), "the caBundle is not the Secret's CA")
+		expectBundle(bundle, secret.Data["ca.crt"], planted.Data["ca.crt"])
 		first := servedCertificate(addr, host, bundle)
 
 		ginkgo.By("writing intent-carrying updates (each one reviewed by the webhook) while the certificate is renewed")
@@ -132,7 +134,7 @@ var _ = ginkgo.Describe("Install of the reference implementation: the webhook's 
 			gomega.Expect(secret.Data["ca.crt"]).NotTo(gomega.Equal(old.Data["ca.crt"]), "the planted CA was kept")
 			expectEvent(ctx, f, secretName, corev1.EventTypeWarning, reasonCertificateReplaced)
 			bundle := caBundle(ctx, f, wc.Name)
-			gomega.Expect(bundle).To(gomega.Equal(secret.Data["ca.crt"]), "the caBundle is not the new Secret's CA")
+			expectBundle(bundle, secret.Data["ca.crt"], old.Data["ca.crt"])
 			servedCertificate(webhookAddress(ctx, f, in, wc.Name), host, bundle)
 			gomega.Consistently(ctx, func(ctx context.Context) []string { return in.running(ctx, f) }).WithTimeout(10*time.Second).WithPolling(time.Second).
 				Should(gomega.Equal(running), "the webhook restarted after replacing the Secret")
@@ -418,6 +420,34 @@ func expectLiveSecretKept(ctx context.Context, f *framework.Framework, in *insta
 	})
 }
 
+// expectBundle: the caBundle trusts the webhook's own CA and not the
+// planted one. Updates only add to a bundle (docs/install.md), so it may
+// hold other unexpired CAs too, such as the installed webhook's.
+func expectBundle(bundle, own, planted []byte) {
+	ginkgo.GinkgoHelper()
+	held := pemCertificates(bundle)
+	for _, c := range pemCertificates(own) {
+		gomega.Expect(held).To(gomega.ContainElement(c), "the caBundle does not hold the webhook's own CA")
+	}
+	for _, c := range pemCertificates(planted) {
+		gomega.Expect(held).NotTo(gomega.ContainElement(c), "the caBundle trusts the planted Secret's CA")
+	}
+}
+
+// pemCertificates are the DER bytes of each certificate in data, as strings.
+func pemCertificates(data []byte) []string {
+	var out []string
+	for {
+		var block *pem.Block
+		if block, data = pem.Decode(data); block == nil {
+			return out
+		}
+		if block.Type == "CERTIFICATE" {
+			out = append(out, string(block.Bytes))
+		}
+	}
+}
+
 func caBundle(ctx context.Context, f *framework.Framework, name string) []byte {
 	ginkgo.GinkgoHelper()
 	wc, err := f.ClientSet.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
@@ -432,11 +462,27 @@ func servedCertificate(addr, host string, bundle []byte) *x509.Certificate {
 	ginkgo.GinkgoHelper()
 	pool := x509.NewCertPool()
 	gomega.Expect(pool.AppendCertsFromPEM(bundle)).To(gomega.BeTrue(), "the caBundle holds no certificate")
-	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{RootCAs: pool, ServerName: host})
-	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "a TLS client trusting the caBundle cannot connect to the webhook")
-	defer conn.Close()
-	return conn.ConnectionState().PeerCertificates[0]
+	// The client ends the handshake itself once it has checked the served
+	// certificate: it has no client certificate the webhook would accept
+	// (--client-ca-file), and a handshake the webhook refuses resets the
+	// connection, which ends a port-forward through the API server.
+	var served *x509.Certificate
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, &tls.Config{RootCAs: pool, ServerName: host,
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			served = cs.PeerCertificates[0]
+			return errGotCertificate
+		}})
+	if err == nil {
+		conn.Close()
+	}
+	if served == nil || !errors.Is(err, errGotCertificate) {
+		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "a TLS client trusting the caBundle cannot connect to the webhook")
+	}
+	return served
 }
+
+// errGotCertificate ends servedCertificate's handshake.
+var errGotCertificate = errors.New("the served certificate is all this client wants")
 
 func expectEvent(ctx context.Context, f *framework.Framework, secret, eventType, reason string) {
 	ginkgo.GinkgoHelper()

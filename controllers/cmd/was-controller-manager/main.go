@@ -253,7 +253,8 @@ func clients(o options, identity string) (*rest.Config, kubernetes.Interface, er
 func startWebhook(ctx context.Context, o options, root kubernetes.Interface, health *healthChecks, serveErr chan<- error, stopped chan<- struct{}) error {
 	logger := klog.FromContext(ctx)
 	wh := http.NewServeMux()
-	srv := newWebhookServer(o.webhookBindAddress, wh)
+	var draining atomic.Bool
+	srv := newWebhookServer(o.webhookBindAddress, closeWhenDraining(wh, &draining))
 	source, err := webhookCertificate(ctx, o, root, func() { dropIdleConnections(srv) })
 	if err != nil {
 		return err
@@ -292,28 +293,42 @@ func startWebhook(ctx context.Context, o options, root kubernetes.Interface, hea
 	})
 	go func() {
 		defer close(stopped)
-		serveErr <- serve(drainAfter(ctx, srv, o.shutdownDelay), srv)
+		serveErr <- serve(drainAfter(ctx, srv, &draining, o.shutdownDelay), srv)
 	}()
 	return nil
 }
 
 // drainAfter returns a context that ends delay after ctx does. In between,
-// srv serves on, but closes each connection after its response (and its idle
-// ones at once): a client's connection through the Service stays with this
-// pod as long as it lives, so the API server must open new ones, which the
-// Service's updated endpoints send to a pod that stays.
-func drainAfter(ctx context.Context, srv *http.Server, delay time.Duration) context.Context {
+// srv serves on, but closes each connection after its response (draining
+// set: closeWhenDraining): a client's connection through the Service stays
+// with this pod as long as it lives, so the API server must open new ones,
+// which the Service's updated endpoints send to a pod that stays. Idle
+// connections are not cut at once: a client may be sending on one just then
+// (an EOF the API server does not retry); each is closed after its next
+// response, or at the end of the delay.
+func drainAfter(ctx context.Context, srv *http.Server, draining *atomic.Bool, delay time.Duration) context.Context {
 	serving, stop := context.WithCancel(context.WithoutCancel(ctx))
 	go func() {
 		<-ctx.Done()
-		srv.SetKeepAlivesEnabled(false)
+		draining.Store(true)
 		if delay > 0 {
-			klog.FromContext(ctx).Info("Stopping: the webhook serves on, without keep-alive, for --shutdown-delay", "shutdownDelay", delay)
+			klog.FromContext(ctx).Info("Stopping: the webhook serves on, closing each connection after its response, for --shutdown-delay", "shutdownDelay", delay)
 			time.Sleep(delay)
 		}
 		stop()
 	}()
 	return serving
+}
+
+// closeWhenDraining asks the server to close each connection after its
+// response once draining is set.
+func closeWhenDraining(h http.Handler, draining *atomic.Bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if draining.Load() {
+			w.Header().Set("Connection", "close")
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // scaleReadTimeout bounds a scale review's live read of its Deployment:

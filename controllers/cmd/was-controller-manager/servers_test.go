@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -320,7 +321,8 @@ func tlsPair(t *testing.T, ca *pki.CA, req pki.CertRequest) tls.Certificate {
 // the API server's next request opens a new one, which the Service routes to
 // a pod that stays), then stops listening.
 func TestWebhookDrainsForItsShutdownDelay(t *testing.T) {
-	srv := newWebhookServer("127.0.0.1:0", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "served") }))
+	var draining atomic.Bool
+	srv := newWebhookServer("127.0.0.1:0", closeWhenDraining(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "served") }), &draining))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -329,7 +331,7 @@ func TestWebhookDrainsForItsShutdownDelay(t *testing.T) {
 	ln.Close()
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serve(drainAfter(ctx, srv, time.Second), srv) }()
+	go func() { done <- serve(drainAfter(ctx, srv, &draining, time.Second), srv) }()
 	url := "http://" + srv.Addr + "/"
 	get := func() (*http.Response, error) {
 		resp, err := http.Get(url)
