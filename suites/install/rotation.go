@@ -77,8 +77,7 @@ var _ = ginkgo.Describe("Install of the reference implementation: the webhook's 
 		gomega.Expect(secret.Data["ca.crt"]).NotTo(gomega.Equal(planted.Data["ca.crt"]), "the planted CA was kept")
 		gomega.Expect(secret.Labels).To(gomega.HaveKeyWithValue("app.kubernetes.io/managed-by", "was-controller-manager"))
 		expectEvent(ctx, f, secretName, corev1.EventTypeWarning, reasonCertificateReplaced)
-		bundle := caBundle(ctx, f, wc.Name)
-		expectBundle(bundle, secret.Data["ca.crt"], planted.Data["ca.crt"])
+		bundle := publishedBundle(ctx, f, wc.Name, secret.Data["ca.crt"], planted.Data["ca.crt"])
 		first := servedCertificate(addr, host, bundle)
 
 		ginkgo.By("writing intent-carrying updates (each one reviewed by the webhook) while the certificate is renewed")
@@ -133,8 +132,7 @@ var _ = ginkgo.Describe("Install of the reference implementation: the webhook's 
 			gomega.Expect(secret.Labels).To(gomega.HaveKeyWithValue("app.kubernetes.io/managed-by", "was-controller-manager"))
 			gomega.Expect(secret.Data["ca.crt"]).NotTo(gomega.Equal(old.Data["ca.crt"]), "the planted CA was kept")
 			expectEvent(ctx, f, secretName, corev1.EventTypeWarning, reasonCertificateReplaced)
-			bundle := caBundle(ctx, f, wc.Name)
-			expectBundle(bundle, secret.Data["ca.crt"], old.Data["ca.crt"])
+			bundle := publishedBundle(ctx, f, wc.Name, secret.Data["ca.crt"], old.Data["ca.crt"])
 			servedCertificate(webhookAddress(ctx, f, in, wc.Name), host, bundle)
 			gomega.Consistently(ctx, func(ctx context.Context) []string { return in.running(ctx, f) }).WithTimeout(10*time.Second).WithPolling(time.Second).
 				Should(gomega.Equal(running), "the webhook restarted after replacing the Secret")
@@ -420,18 +418,30 @@ func expectLiveSecretKept(ctx context.Context, f *framework.Framework, in *insta
 	})
 }
 
-// expectBundle: the caBundle trusts the webhook's own CA and not the
-// planted one. Updates only add to a bundle (docs/install.md), so it may
-// hold other unexpired CAs too, such as the installed webhook's.
-func expectBundle(bundle, own, planted []byte) {
+// publishedBundle waits until the caBundle of the webhook configuration
+// name trusts the webhook's own CA, and checks that it never trusts the
+// planted one. Updates only add to a bundle (docs/install.md), so it may hold
+// other unexpired CAs too, such as the installed webhook's; the webhook
+// publishes its CA as it starts, which may end after its process is ready.
+func publishedBundle(ctx context.Context, f *framework.Framework, name string, own, planted []byte) []byte {
 	ginkgo.GinkgoHelper()
-	held := pemCertificates(bundle)
-	for _, c := range pemCertificates(own) {
-		gomega.Expect(held).To(gomega.ContainElement(c), "the caBundle does not hold the webhook's own CA")
+	var bundle []byte
+	holdsOwn := func() bool {
+		bundle = caBundle(ctx, f, name)
+		held := pemCertificates(bundle)
+		for _, c := range pemCertificates(planted) {
+			gomega.Expect(held).NotTo(gomega.ContainElement(c), "the caBundle trusts the planted Secret's CA")
+		}
+		for _, c := range pemCertificates(own) {
+			if !slices.Contains(held, c) {
+				return false
+			}
+		}
+		return true
 	}
-	for _, c := range pemCertificates(planted) {
-		gomega.Expect(held).NotTo(gomega.ContainElement(c), "the caBundle trusts the planted Secret's CA")
-	}
+	gomega.Eventually(ctx, holdsOwn).WithTimeout(30*time.Second).WithPolling(time.Second).Should(gomega.BeTrue(),
+		"the caBundle of %s does not hold the webhook's own CA", name)
+	return bundle
 }
 
 // pemCertificates are the DER bytes of each certificate in data, as strings.
