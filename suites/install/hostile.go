@@ -60,6 +60,7 @@ var _ = ginkgo.Describe("Install of the reference implementation: the webhook un
 		before := in.pods(ctx, f)
 		gomega.Expect(before).NotTo(gomega.BeEmpty(), "no webhook pod runs")
 		limit := before[0].Spec.Containers[0].Resources.Limits.Memory()
+		running := in.running(ctx, f)
 
 		ginkgo.By("scaling a gang Deployment with an explicit minCount once a second, through the webhook")
 		real := startScaler(ctx, f, time.Second)
@@ -82,8 +83,7 @@ var _ = ginkgo.Describe("Install of the reference implementation: the webhook un
 			"the forger reached %.0f/s of %d/s (%d ticks dropped): the load was not the one this spec claims", rate, forgedRate, sum.Late)
 
 		ginkgo.By("checking that every webhook pod ran through it, within its memory limit")
-		after := in.pods(ctx, f)
-		gomega.Expect(podRestarts(after)).To(gomega.Equal(podRestarts(before)), "webhook pods restarted or were replaced under the load")
+		gomega.Expect(in.running(ctx, f)).To(gomega.Equal(running), "webhook pods restarted or were replaced under the load")
 		gomega.Expect(peak.IsZero()).To(gomega.BeFalse(), "the kubelets reported no working set for the webhook's pods: the memory bound was not measured")
 		if !limit.IsZero() {
 			gomega.Expect(peak.Cmp(*limit)).To(gomega.BeNumerically("<", 0), "the webhook's peak working set %s reached its limit %s", peak.String(), limit.String())
@@ -139,16 +139,6 @@ func forgerResult(ctx context.Context, f *framework.Framework, pod *corev1.Pod) 
 	var sum forgerSummary
 	gomega.Expect(json.Unmarshal([]byte(lines[len(lines)-1]), &sum)).To(gomega.Succeed(), "the forger's last line is not its summary:\n%s", raw)
 	return sum
-}
-
-func podRestarts(pods []corev1.Pod) map[string]int32 {
-	out := map[string]int32{}
-	for _, p := range pods {
-		for _, c := range p.Status.ContainerStatuses {
-			out[p.Name] += c.RestartCount
-		}
-	}
-	return out
 }
 
 // memorySampler keeps the largest working set the kubelets report for the
