@@ -133,6 +133,23 @@ conformance: conformance-kubeconfig tools ## Vendor mode: check, then test the e
 conformance-kubeconfig:
 	@[[ -n "$(E2E_KUBECONFIG)" ]] || { echo "make conformance needs the cluster to test: make conformance KUBECONFIG=/path/to/kubeconfig (an exported KUBECONFIG is ignored on purpose)" >&2; exit 2; }
 
+.PHONY: parity parity-smoke
+# make parity: Kubernetes' own sig-apps Deployment, ReplicaSet and StatefulSet
+# e2e specs (built from the pinned k8s.io/kubernetes module), on local
+# clusters, side by side: stock kube-controller-manager (the baseline), then
+# the implementation without intent, with basic intent, with gang intent
+# (fixtures/parity: MutatingAdmissionPolicies). `make parity KUBECONFIG=...`
+# tests an existing cluster (vendor mode: one run at a time, policies removed
+# afterwards; PARITY_BASELINE=dir compares with an earlier baseline run).
+parity: binaries tools ## Upstream sig-apps e2e specs against the implementation, baseline/plain/basic/gang; $(ARTIFACTS)/parity/parity.md (hack/parity.sh; ~35 min on 2 cores).
+	hack/parity.sh
+
+# The parity smoke of .ci/run: a handful of specs per kind, in the gang mode
+# against the baseline.
+PARITY_SMOKE_FOCUS := \[sig-apps\] (Deployment (RecreateDeployment should delete old pods|deployment should delete old replica sets|Deployment should have a working scale subresource)|ReplicaSet (Replicaset should have a working scale subresource|should adopt matching pods on creation)|StatefulSet .*(should have a working scale subresource|should list, patch and delete a collection|should implement legacy replacement when the update strategy is OnDelete))
+parity-smoke: binaries tools ## make parity on a few specs per kind, gang mode against the baseline (.ci/run).
+	PARITY_MODES='baseline gang' PARITY_FOCUS='$(PARITY_SMOKE_FOCUS)' hack/parity.sh
+
 .PHONY: mutation
 mutation: binaries ## Self-test of the suite: each wrong variant in hack/mutation/ against the vendor-mode suite (hours; MUTATION_SCOPE=ids: each variant against its rule's specs, ~50 min; MUTANTS='01 07' for some); kill matrix in $(ARTIFACTS)/mutation.md.
 	hack/mutation.sh

@@ -12,6 +12,7 @@
 //	was-harness conformance --check-only --kubeconfig K [--artifacts D]   (vendor-mode prerequisites; conformance.go)
 //	was-harness kubeadm reconfigure|controllers|check|restore ...   (the vendor hooks for a kubeadm cluster; kubeadm.go)
 //	was-harness webhook-client --dir D --mounted-at P --user U   (the API server's webhook client certificate with a CA of its own; pkg/webhookclient)
+//	was-harness parity-report --out F [--baseline DIR] MODE=DIR...   (make parity's verdict and parity.md; pkg/parity)
 //	was-harness test-summary FILE   (a `go test -json` stream: failures, then "N passed, N failed, N skipped")
 package main
 
@@ -42,7 +43,7 @@ func main() {
 }
 
 func usage() error {
-	return fmt.Errorf("usage: was-harness cluster up|down|status|restart|kill|restart-together|stop-node|start-node|compact-etcd [flags] | kubeadm VERB ... | webhook-client --dir D --mounted-at P --user U | test-summary FILE | flakes --out FILE JUNIT...")
+	return fmt.Errorf("usage: was-harness cluster up|down|status|restart|kill|restart-together|stop-node|start-node|compact-etcd [flags] | kubeadm VERB ... | webhook-client --dir D --mounted-at P --user U | parity-report --out F MODE=DIR... | test-summary FILE | flakes --out FILE JUNIT...")
 }
 
 func run(args []string) error {
@@ -68,6 +69,8 @@ func run(args []string) error {
 		return kubeadmCmd(args[1:])
 	case "webhook-client":
 		return webhookClientCmd(args[1:])
+	case "parity-report":
+		return parityReportCmd(args[1:])
 	}
 	return usage()
 }

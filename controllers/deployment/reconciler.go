@@ -240,11 +240,16 @@ func (r *Reconciler) EnsurePodGroup(ctx context.Context, rs *appsv1.ReplicaSet) 
 	if err := r.scheduling.Ready(); err != nil {
 		return nil, err
 	}
-	hash := rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]
-	if hash == "" {
-		return nil, fmt.Errorf("replicaset %s/%s has no %s label", rs.Namespace, rs.Name, appsv1.DefaultDeploymentUniqueLabelKey)
+	// A ReplicaSet the Deployment adopted, rather than made, has no
+	// pod-template-hash label (upstream's "RollingUpdateDeployment" and
+	// rollover e2e specs adopt one). It is still one revision, and its own
+	// name is what PodGroupName gives a ReplicaSet the Deployment made, so
+	// it names the PodGroup. Refusing it instead blocked every pod deletion
+	// of the adopted ReplicaSet, and so the rollout (make parity found it).
+	name := rs.Name
+	if hash := rs.Labels[appsv1.DefaultDeploymentUniqueLabelKey]; hash != "" {
+		name = PodGroupName(d.Name, hash)
 	}
-	name := PodGroupName(d.Name, hash)
 	key := types.NamespacedName{Namespace: rs.Namespace, Name: name}
 	defer r.replicaSetLocks.Lock(key)()
 	client := r.replicaSetClient.SchedulingV1beta1().PodGroups(rs.Namespace)

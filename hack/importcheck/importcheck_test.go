@@ -22,7 +22,16 @@ const module = "github.com/workload-aware/apps-harness"
 var harness = [][]string{
 	{"-test", "./framework/...", "./suites/...", "./pkg/...", "./cmd/testplan-report", "./cmd/bench-scale"},
 	{"-test", "-tags", "e2e", "./suites/e2e"},
+	// make parity's binary: Kubernetes' own e2e specs, which use upstream's
+	// controller helpers themselves (upstreamTests below).
+	{"-test", "-tags", "parity", "./suites/parity"},
 }
+
+// upstreamTests are Kubernetes' own e2e packages, which suites/parity runs
+// unchanged: what they import (deployment and statefulset helpers of
+// k8s.io/kubernetes/pkg/controller) is upstream's yardstick, not the
+// reference; suites/parity itself is held to the rule like any suite.
+const upstreamTests = "k8s.io/kubernetes/test/"
 
 // forbidden reports whether the harness may not link path.
 func forbidden(path string) bool {
@@ -71,6 +80,23 @@ func list(t *testing.T, args ...string) (roots []string, g graph) {
 	return roots, g
 }
 
+// reachableOutside is every package the roots import without going
+// through a package under prefix (whose own imports are its business).
+func (g graph) reachableOutside(roots []string, prefix string) map[string]bool {
+	seen := map[string]bool{}
+	queue := slices.Clone(roots)
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if seen[p] || strings.HasPrefix(p, prefix) {
+			continue
+		}
+		seen[p] = true
+		queue = append(queue, g[p]...)
+	}
+	return seen
+}
+
 // chain returns the import path from one of roots to target, for the message.
 func (g graph) chain(roots []string, target string) []string {
 	prev := map[string]string{}
@@ -104,9 +130,13 @@ func violations(t *testing.T) []string {
 	var out []string
 	for _, args := range harness {
 		roots, g := list(t, args...)
+		own := g.reachableOutside(roots, upstreamTests)
 		for from, imports := range g {
 			if _, exception := allowed[from]; forbidden(from) && !exception {
 				continue // inside the reference: only the harness's way in is reported
+			}
+			if !own[from] {
+				continue
 			}
 			for _, to := range imports {
 				if forbidden(to) && !allowedEdge(from, to) {
