@@ -65,10 +65,10 @@ func TestJudgeAllThere(t *testing.T) {
 // Each way an implementation can fall short of the KEPs is caught.
 func TestJudgeMissing(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
+		name   string
 		break_ func(o *Observations)
-		owner string
-		why   string
+		owner  string
+		why    string
 	}{
 		{"no Workload", func(o *Observations) { delete(o.Workloads, "w1") }, "d1", "no Workload owned by the Deployment"},
 		{"a revision without PodGroup", func(o *Observations) { delete(o.PodGroups, "g2") }, "d1", "no PodGroup owned by the controller of pod d1-2-a"},
