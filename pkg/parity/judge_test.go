@@ -123,7 +123,7 @@ func TestCompare(t *testing.T) {
 	if v := Compare(nil, []*Run{gang}, nil); len(v.Regressions) != 2 {
 		t.Errorf("without a baseline: %v", v.Regressions)
 	}
-	if r := reason(baseline.Specs["b"].Failure); !strings.HasPrefix(r, "exec") {
+	if r := reason("b", "RunHostCmd still failed after 5m: error running kubectl exec"); !strings.HasPrefix(r, "exec") {
 		t.Errorf("reason %q", r)
 	}
 }

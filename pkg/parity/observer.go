@@ -270,7 +270,21 @@ func (o *Observer) workload(obj any) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.obs.Workloads[w.UID] = &Object{Namespace: w.Namespace, Name: w.Name, Owner: controllerUID(w.ObjectMeta)}
+	o.obs.Workloads[w.UID] = merge(o.obs.Workloads[w.UID], &Object{Namespace: w.Namespace, Name: w.Name, Owner: controllerUID(w.ObjectMeta)})
+}
+
+// merge keeps what an object was: an owner, once seen, stays recorded (an
+// orphaning delete of the owner strips the reference later), and so does
+// a gang policy.
+func merge(seen, now *Object) *Object {
+	if seen == nil {
+		return now
+	}
+	if now.Owner == "" {
+		now.Owner = seen.Owner
+	}
+	now.Gang = now.Gang || seen.Gang
+	return now
 }
 
 func (o *Observer) podGroup(obj any) {
@@ -280,8 +294,8 @@ func (o *Observer) podGroup(obj any) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.obs.PodGroups[pg.UID] = &Object{Namespace: pg.Namespace, Name: pg.Name, Owner: controllerUID(pg.ObjectMeta),
-		Gang: pg.Spec.SchedulingPolicy.Gang != nil}
+	o.obs.PodGroups[pg.UID] = merge(o.obs.PodGroups[pg.UID], &Object{Namespace: pg.Namespace, Name: pg.Name, Owner: controllerUID(pg.ObjectMeta),
+		Gang: pg.Spec.SchedulingPolicy.Gang != nil})
 }
 
 // pod counts a pod once, by the controller it had when first seen: a pod
