@@ -1170,3 +1170,35 @@ func TestKEP6276ScaleToZeroDeletesThePodGroupOnce(t *testing.T) {
 		t.Errorf("scheduling writes = %v, want the PodGroup deleted once", got)
 	}
 }
+
+// TestAdoptedReplicaSetPodGroup: a ReplicaSet the Deployment adopted has
+// no pod-template-hash label (upstream's RollingUpdateDeployment and
+// rollover e2e specs adopt one; make parity found the reference refusing
+// it, which blocked every pod deletion of it and so the rollout). It is one
+// revision: its PodGroup takes the ReplicaSet's own name, and at zero
+// replicas that PodGroup goes like any other.
+func TestAdoptedReplicaSetPodGroup(t *testing.T) {
+	e := ktNewEnv(t, ktEnvOptions{})
+	d, _, _ := ktGangSetup(t, e)
+	rs := ktReplicaSet(d, "", 2)
+	rs.Name = "adopted-by-hand"
+	delete(rs.Labels, appsv1.DefaultDeploymentUniqueLabelKey)
+	e.Store(rs)
+	pg, err := e.r.EnsurePodGroup(e.Ctx, rs)
+	if err != nil || pg == nil {
+		t.Fatalf("EnsurePodGroup(adopted) = %v, %v; want a PodGroup", pg, err)
+	}
+	if pg.Name != rs.Name {
+		t.Errorf("PodGroup %s, want the ReplicaSet's own name %s", pg.Name, rs.Name)
+	}
+	e.WaitPodGroupCached(pg.Name, pg.ResourceVersion)
+	rs = rs.DeepCopy()
+	rs.Spec.Replicas = ptr.To[int32](0)
+	e.Store(rs)
+	if got, err := e.r.EnsurePodGroup(e.Ctx, rs); err != nil || got != nil {
+		t.Fatalf("EnsurePodGroup(adopted, 0 replicas) = %v, %v; want nil, nil", got, err)
+	}
+	if _, err := e.Client.SchedulingV1beta1().PodGroups(rs.Namespace).Get(e.Ctx, rs.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the adopted ReplicaSet's PodGroup at zero replicas: get err %v, want NotFound", err)
+	}
+}

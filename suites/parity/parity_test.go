@@ -82,7 +82,10 @@ func TestMain(m *testing.M) {
 	// Runs right after every framework's BeforeEach, which made the
 	// spec's namespace, and before anything the spec creates in it.
 	framework.NewFrameworkExtensions = append(framework.NewFrameworkExtensions, func(f *framework.Framework) {
-		ginkgo.BeforeEach(func(ctx context.Context) { markNamespace(ctx, f) })
+		ginkgo.BeforeEach(func(ctx context.Context) {
+			ginkgo.DeferCleanup(writeProgress)
+			markNamespace(ctx, f)
+		})
 	})
 	os.Exit(m.Run())
 }
@@ -180,12 +183,15 @@ func markNamespace(ctx context.Context, f *framework.Framework) {
 	framework.ExpectNoError(err, "parity: the gang intent policy did not rewrite a dry-run Deployment in a namespace labelled %s=%s; is fixtures/parity/gang.yaml installed?", parity.StrategyLabel, parity.StrategyRewrite)
 }
 
-// One line per spec as it ends, from every process, in one file: the
-// progress hack/parity.sh shows (parallel processes' own output reaches
-// the ginkgo CLI only with each spec's whole report). A top-level
-// AfterEach runs for exactly the specs that ran, after their own AfterEach
-// (the namespace's deletion, a DeferCleanup, comes after it).
-var _ = ginkgo.AfterEach(func() {
+// writeProgress appends one line per spec as it ends, from every process,
+// to one file: the progress hack/parity.sh shows (parallel processes' own
+// output reaches the ginkgo CLI only with each spec's whole report). It is
+// a DeferCleanup of the framework extension's BeforeEach, so it runs for
+// exactly the specs that ran, before the framework tears the namespace
+// down. (Neither a top-level AfterEach nor a ReportAfterEach served: next
+// to upstream's suite the first never ran, and the second reported all 758
+// specs in every process as the run started.)
+func writeProgress() {
 	if *progressFile == "" {
 		return
 	}
@@ -207,4 +213,4 @@ var _ = ginkgo.AfterEach(func() {
 	}
 	defer f.Close()
 	_, _ = f.WriteString(line)
-})
+}
