@@ -10,7 +10,8 @@ import (
 // Finding is the verdict on one Deployment or StatefulSet that carried intent.
 type Finding struct {
 	Kind, Namespace, Name, Intent string
-	// Spec that created it, and its strategy (as admitted).
+	// Spec that created it, and its strategy (as admitted; "X from Y" when
+	// the gang policy rewrote Y).
 	Spec, Strategy string
 	// OK: every pod it created was in a PodGroup, and the Workload and
 	// PodGroups the KEPs require were there.
@@ -47,6 +48,9 @@ func Judge(o *Observations) []Finding {
 			continue
 		}
 		f := Finding{Kind: ow.Kind, Namespace: ow.Namespace, Name: ow.Name, Intent: ow.Intent, Spec: specName(ns.Spec), Strategy: ow.Strategy}
+		if ow.RewrittenFrom != "" {
+			f.Strategy += " from " + ow.RewrittenFrom
+		}
 		f.Workloads = len(workloads[uid])
 		// The controllers whose pods count: the StatefulSet itself, or the
 		// Deployment's own ReplicaSets.

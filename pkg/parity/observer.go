@@ -74,6 +74,9 @@ type Owner struct {
 	// Strategy: the Deployment's strategy type, the StatefulSet's
 	// podManagementPolicy, when first seen.
 	Strategy string `json:"strategy"`
+	// RewrittenFrom: the strategy the spec wrote, when the gang policy
+	// rewrote it.
+	RewrittenFrom string `json:"rewrittenFrom,omitempty"`
 }
 
 // ReplicaSet records a ReplicaSet's Deployment.
@@ -230,7 +233,7 @@ func (o *Observer) owner(obj any) {
 	default:
 		return
 	}
-	rec.Namespace, rec.Name = meta.Namespace, meta.Name
+	rec.Namespace, rec.Name, rec.RewrittenFrom = meta.Namespace, meta.Name, meta.Annotations[RewrittenFromAnnotation]
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if seen, ok := o.obs.Owners[meta.UID]; ok {

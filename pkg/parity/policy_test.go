@@ -211,6 +211,9 @@ func TestGangPolicy(t *testing.T) {
 		if p := policyOf(t, got.Annotations, intent.DeploymentAnnotation); p != tc.wantIntent || got.Spec.Strategy.Type != tc.wantStrategy {
 			t.Errorf("%s Deployment in %s: %s intent, strategy %s; want %s, %s", tc.strategy, tc.ns, p, got.Spec.Strategy.Type, tc.wantIntent, tc.wantStrategy)
 		}
+		if wantFrom := map[bool]string{true: string(tc.strategy), false: ""}[tc.strategy != tc.wantStrategy]; got.Annotations[RewrittenFromAnnotation] != wantFrom {
+			t.Errorf("%s Deployment in %s: %s=%q, want %q", tc.strategy, tc.ns, RewrittenFromAnnotation, got.Annotations[RewrittenFromAnnotation], wantFrom)
+		}
 		if got.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType && got.Spec.Strategy.RollingUpdate != nil {
 			t.Errorf("%s Deployment in %s: Recreate with rollingUpdate %v", tc.strategy, tc.ns, got.Spec.Strategy.RollingUpdate)
 		}
@@ -225,6 +228,9 @@ func TestGangPolicy(t *testing.T) {
 		{rewrite, appsv1.OrderedReadyPodManagement, appsv1.ParallelPodManagement, "gang"},
 	} {
 		got := admitStatefulSet(t, c, tc.ns, statefulSet(tc.policy))
+		if wantFrom := map[bool]string{true: string(tc.policy), false: ""}[tc.policy != tc.wantPolicy]; got.Annotations[RewrittenFromAnnotation] != wantFrom {
+			t.Errorf("%s StatefulSet in %s: %s=%q, want %q", tc.policy, tc.ns, RewrittenFromAnnotation, got.Annotations[RewrittenFromAnnotation], wantFrom)
+		}
 		if p := policyOf(t, got.Annotations, intent.StatefulSetAnnotation); p != tc.wantIntent || got.Spec.PodManagementPolicy != tc.wantPolicy {
 			t.Errorf("%s StatefulSet in %s: %s intent, %s; want %s, %s", tc.policy, tc.ns, p, got.Spec.PodManagementPolicy, tc.wantIntent, tc.wantPolicy)
 		}

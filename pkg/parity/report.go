@@ -19,8 +19,8 @@ type Run struct {
 	Mode string
 	// Specs by name (full text without "[sig-apps]").
 	Specs map[string]Spec
-	// Rewritten: gang mode's specs whose namespace let the policy rewrite
-	// the strategy of a Deployment or StatefulSet they created.
+	// Rewritten: gang mode's specs whose Deployment or StatefulSet had its
+	// strategy rewritten by the policy to allow gang.
 	Rewritten map[string]bool
 	Findings  []Finding
 	Duration  time.Duration
@@ -79,7 +79,7 @@ func LoadRun(mode, dir string) (*Run, error) {
 	default:
 		r.Findings = Judge(o)
 		for _, ow := range o.Owners {
-			if ns := o.Namespaces[ow.Namespace]; ns != nil && ns.Strategy == StrategyRewrite {
+			if ns := o.Namespaces[ow.Namespace]; ns != nil && ow.RewrittenFrom != "" {
 				r.Rewritten[specName(ns.Spec)] = true
 			}
 		}
@@ -359,7 +359,7 @@ func WriteMarkdown(w io.Writer, title string, baseline *Run, runs []*Run, v Verd
 		if len(r.Findings) == 0 {
 			continue
 		}
-		fmt.Fprintf(w, "### %s\n\n| object | intent | Workloads | PodGroups | pods in a PodGroup | verdict |\n|---|---|---|---|---|---|\n", r.Mode)
+		fmt.Fprintf(w, "### %s\n\n| spec | object | strategy | intent | Workloads | PodGroups | pods in a PodGroup | verdict |\n|---|---|---|---|---|---|---|---|\n", r.Mode)
 		for _, f := range r.Findings {
 			verdict := "OK"
 			switch {
@@ -368,7 +368,7 @@ func WriteMarkdown(w io.Writer, title string, baseline *Run, runs []*Run, v Verd
 			case !f.OK:
 				verdict = "**MISSING**: " + f.Why
 			}
-			fmt.Fprintf(w, "| %s %s/%s | %s | %d | %d | %d of %d | %s |\n", f.Kind, f.Namespace, f.Name, f.Intent, f.Workloads, f.PodGroups, f.PodsInGroup, f.Pods, verdict)
+			fmt.Fprintf(w, "| %s | %s %s/%s | %s | %s | %d | %d | %d of %d | %s |\n", strings.ReplaceAll(f.Spec, "|", "\\|"), f.Kind, f.Namespace, f.Name, f.Strategy, f.Intent, f.Workloads, f.PodGroups, f.PodsInGroup, f.Pods, verdict)
 		}
 		fmt.Fprintln(w)
 	}

@@ -19,6 +19,9 @@ const (
 	// allows gang; StrategyAsWritten keeps the spec's.
 	StrategyRewrite   = "rewrite"
 	StrategyAsWritten = "as-written"
+	// RewrittenFromAnnotation: the gang policy's record, on an object whose
+	// strategy it rewrote, of the strategy the spec wrote.
+	RewrittenFromAnnotation = "parity.was-harness.io/rewritten-from"
 )
 
 // StrategyRule names specs whose claim depends on the strategy they set,
