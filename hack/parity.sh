@@ -41,6 +41,8 @@ OUTPUT_DIR=${OUTPUT_DIR:-$ROOT/_output}
 KUBE_VERSION=${KUBE_VERSION:-$(hack/versions.sh kube)}
 E2E_KUBECONFIG=${E2E_KUBECONFIG:-}
 PARITY_DIR=${PARITY_DIR:-$ARTIFACTS/parity}
+PARITY_STOCK_ON=${PARITY_STOCK_ON:-}
+PARITY_STOCK_OFF=${PARITY_STOCK_OFF:-}
 if [[ -n $E2E_KUBECONFIG && ( -z $PARITY_STOCK_ON || -z $PARITY_STOCK_OFF ) ]]; then
   PARITY_MODES=${PARITY_MODES:-plain basic gang}
 else
@@ -49,8 +51,6 @@ fi
 PARITY_FOCUS=${PARITY_FOCUS:-'\[sig-apps\] (Deployment|ReplicaSet|StatefulSet) '}
 PARITY_SKIP=${PARITY_SKIP:-'\[Disruptive\]|\[Feature:OffByDefault\]|\[Provider:'}
 PARITY_BASELINE=${PARITY_BASELINE:-}
-PARITY_STOCK_ON=${PARITY_STOCK_ON:-}
-PARITY_STOCK_OFF=${PARITY_STOCK_OFF:-}
 PARITY_TITLE=${PARITY_TITLE:-"Parity: Kubernetes $KUBE_VERSION sig-apps e2e specs against the implementation"}
 PROCS=${PROCS:-4}
 GINKGO=${GINKGO:-$OUTPUT_DIR/bin/ginkgo}
