@@ -85,10 +85,16 @@ if [[ ! -x $agnhost_bin || ${PARITY_IMAGES_REBUILD:-} == 1 ]]; then
   (cd hack/parity-images && CGO_ENABLED=0 nice -n 19 go build -trimpath -ldflags '-s -w' -o "$agnhost_bin" k8s.io/kubernetes/test/images/agnhost) ||
     die "building agnhost failed: the Go module proxy must serve k8s.io/kubernetes and its dependencies (hack/parity-images/go.sum)"
 fi
+# Upstream's image has porter's certificate and key at / (its Dockerfile's
+# ADD): test-webserver serves / and the StatefulSet fixtures' readiness probe
+# GETs /localhost.crt (test/e2e/framework/statefulset), so they must be there.
+porter=$(cd hack/parity-images && go list -f '{{.Dir}}' k8s.io/kubernetes/test/images/agnhost/porter)
+[[ -f $porter/localhost.crt && -f $porter/localhost.key ]] || die "no localhost.crt/localhost.key in $porter (agnhost's porter)"
 for id in agnhost agnhost-prev; do
   out=$dir/$id.tar
-  [[ -s $out && $out -nt $agnhost_bin && ${PARITY_IMAGES_REBUILD:-} != 1 ]] ||
-    pack "${names[$id]}" "$out" -file "$agnhost_bin:/agnhost" -entrypoint /agnhost -cmd pause
+  [[ -s $out && $out -nt $agnhost_bin && $out -nt $0 && ${PARITY_IMAGES_REBUILD:-} != 1 ]] ||
+    pack "${names[$id]}" "$out" -file "$agnhost_bin:/agnhost" -file "$porter/localhost.crt:/localhost.crt:0644" \
+      -file "$porter/localhost.key:/localhost.key:0644" -entrypoint /agnhost -cmd pause
 done
 log "done in $((SECONDS - t0))s"
 echo "$dir/agnhost.tar"
