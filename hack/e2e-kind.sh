@@ -78,6 +78,12 @@ KEEP_CLUSTER=${KEEP_CLUSTER:-}
 # E2E_RUNNER=host runs the suite from this machine (hack/e2e.sh); pod runs
 # sonobuoy/run.sh in the suite image as a pod in the cluster, as the Sonobuoy
 # plugin does (E2E_TIMEOUT in minutes, e.g. 90m, bounds it).
+# E2E_RUNNER=parity runs make parity on the cluster instead (make parity-kind):
+# the test images of Kubernetes' sig-apps specs built offline and loaded
+# (hack/parity-images.sh), then hack/parity.sh in vendor mode against the
+# cluster, the baseline first with stock kube-controller-manager (every
+# controller: PARITY_STOCK_ON/OFF, the kubeadm hooks), its report in
+# PARITY_DIR (default $ARTIFACTS/parity).
 # KIND_DRA_DRIVER=1 (default) installs the harness's DRA driver
 # (hack/dradriver), so that the DRA specs have devices on kind; 0 leaves it out
 # (they then skip, saying why).
@@ -91,7 +97,7 @@ ALLOW_DISRUPTIVE=${ALLOW_DISRUPTIVE:-}
 [[ $ALLOW_DISRUPTIVE == 1 && ${E2E_RUNNER:-host} == pod ]] && { echo "e2e-kind: ALLOW_DISRUPTIVE=1 needs E2E_RUNNER=host: the hooks run docker exec on this machine" >&2; exit 2; }
 E2E_TIMEOUT=${E2E_TIMEOUT:-90m}
 E2E_IMAGE=${E2E_IMAGE:-localhost/was-e2e:dev}
-[[ $E2E_RUNNER == host || $E2E_RUNNER == pod ]] || { echo "e2e-kind: E2E_RUNNER=$E2E_RUNNER: want host or pod" >&2; exit 2; }
+[[ $E2E_RUNNER == host || $E2E_RUNNER == pod || $E2E_RUNNER == parity ]] || { echo "e2e-kind: E2E_RUNNER=$E2E_RUNNER: want host, pod or parity" >&2; exit 2; }
 [[ $E2E_TIMEOUT =~ ^[0-9]+m$ ]] || { echo "e2e-kind: E2E_TIMEOUT=$E2E_TIMEOUT: want minutes, such as 90m" >&2; exit 2; }
 [[ -z $KIND_SKEW_WORKER || $KIND_SKEW_WORKER == 0 || $KIND_SKEW_WORKER == 1 ]] || { echo "e2e-kind: KIND_SKEW_WORKER=$KIND_SKEW_WORKER: want 1 (one worker with the previous minor's kubelet) or 0" >&2; exit 2; }
 [[ $KIND_SKEW_WORKER == 1 ]] || KIND_SKEW_WORKER=
@@ -261,6 +267,43 @@ YAML
   grep -E "^(Ran |SUCCESS!|FAIL!)" "$results/e2e.log" >&2 || true
   # Ginkgo's last verdict line is the run's result, as its exit code would be.
   grep -q "^SUCCESS!" "$results/e2e.log"
+}
+
+# run_parity: make parity against this cluster (E2E_RUNNER=parity). The
+# specs' images (agnhost, busybox; pause is preloaded) are built offline by
+# hack/parity-images.sh and loaded; the baseline runs stock
+# kube-controller-manager's every controller with the reference's stopped
+# (PARITY_STOCK_ON), then the reference is back (PARITY_STOCK_OFF: restore
+# puts the static pods and the DaemonSets back; controllers start waits
+# for the Lease). The hooks find the nodes through NODE_EXEC, as with
+# ALLOW_DISRUPTIVE=1.
+run_parity() {
+  local archives a
+  archives=$(hack/parity-images.sh) || { log "ERROR: building the parity test images failed (hack/parity-images.sh)"; return 1; }
+  for a in $archives; do
+    "$KIND" load image-archive "$a" --name "$KIND_CLUSTER_NAME"
+  done
+  # pause is the node image's (the specs name imageutils.Pause, as it is tagged there).
+  local pause_want
+  pause_want=$(cd hack/parity-images && go run imagenames.go | awk '$1 == "pause" {print $2}')
+  "$provider" exec "$KIND_CLUSTER_NAME-control-plane" crictl images -o json | grep -q "\"$pause_want\"" ||
+    log "WARNING: the node image has no $pause_want (the specs' pause image): rebuild it (make kind-image) or the specs that use it pull and fail"
+  timed "parity images"
+  local hook="$OUTPUT_DIR/bin/was-harness kubeadm"
+  export KIND_PROVIDER=$provider
+  export KUBECONFIG=$KUBECONFIG_FILE NODE_EXEC="${NODE_EXEC:-$provider exec -i {node\}}"
+  # restore: the static pods pristine and the DaemonSets as installed (so the
+  # controllers run again); start then waits until they lead again.
+  export PARITY_STOCK_ON=${PARITY_STOCK_ON-"$hook controllers stop && $hook reconfigure kube-controller-manager '' '' '' '--controllers=*,bootstrapsigner,tokencleaner'"}
+  export PARITY_STOCK_OFF=${PARITY_STOCK_OFF-"$hook restore && $hook controllers start"}
+  # Real kubelets: the specs' pods pull nothing (their images are loaded), but
+  # a StatefulSet spec waits on each pod in turn: 2 processes on 2 cores.
+  export PROCS=${PROCS:-2}
+  export PARITY_DIR=${PARITY_DIR:-$ARTIFACTS/parity}
+  log "step 4/5: PARITY_STOCK_ON=$PARITY_STOCK_ON"
+  log "step 4/5: PARITY_STOCK_OFF=$PARITY_STOCK_OFF"
+  log "step 4/5: hack/parity.sh against $KUBECONFIG_FILE (modes ${PARITY_MODES:-baseline plain basic gang}, report $PARITY_DIR/parity.md)"
+  E2E_KUBECONFIG=$KUBECONFIG_FILE hack/parity.sh
 }
 
 # The suite's flags in the pod, as YAML flow items: the pod image where set,
@@ -481,7 +524,10 @@ if [[ $KIND_DRA_DRIVER == 1 ]]; then
 fi
 
 rc=0
-if [[ $E2E_RUNNER == pod ]]; then
+if [[ $E2E_RUNNER == parity ]]; then
+  log "step 4/5: make parity on the cluster: the sig-apps specs' test images, then hack/parity.sh (vendor mode)"
+  run_parity || rc=$?
+elif [[ $E2E_RUNNER == pod ]]; then
   log "step 4/5: the suites in the cluster: sonobuoy/run.sh in the suite image ($E2E_IMAGE), as a pod"
   run_in_pod || rc=$?
 else

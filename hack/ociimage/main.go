@@ -37,6 +37,9 @@ import (
 
 type list []string
 
+// defaultCmd is the image's CMD (-cmd): agnhost's image runs `pause` when a pod names no args.
+var defaultCmd []string
+
 func (l *list) String() string     { return strings.Join(*l, ",") }
 func (l *list) Set(s string) error { *l = append(*l, s); return nil }
 
@@ -49,6 +52,7 @@ func main() {
 	flag.Var(&files, "file", "SRC:DST[:MODE] file to add (mode octal, default 0755); repeatable")
 	flag.Var(&envs, "env", "K=V environment variable; repeatable")
 	flag.Var(&entrypoint, "entrypoint", "entrypoint argument; repeatable, in order")
+	flag.Var((*list)(&defaultCmd), "cmd", "default command argument (the image's CMD, what a pod's args replace); repeatable, in order")
 	oci := flag.Bool("oci", false, "write an OCI image layout archive (index.json) instead of a docker-save one: containerd imports its manifest as is, so the digest below is the one the node stores; the image is named both -name and <repository>@<digest>")
 	digestFile := flag.String("digest-file", "", "with -oci: write the image's manifest digest (sha256:...) to this file")
 	flag.Parse()
@@ -107,6 +111,7 @@ func run(imageName, base, user string, files, envs, entrypoint []string, write f
 	cfg.Created = v1.Time{Time: time.Unix(0, 0).UTC()}
 	cfg.Config.Env = append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, envs...)
 	cfg.Config.Entrypoint = entrypoint
+	cfg.Config.Cmd = defaultCmd
 	cfg.Config.User = user
 	if img, err = mutate.ConfigFile(img, cfg); err != nil {
 		return err
