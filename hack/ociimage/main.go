@@ -111,7 +111,9 @@ func run(imageName, base, user string, files, envs, entrypoint []string, write f
 	cfg.Created = v1.Time{Time: time.Unix(0, 0).UTC()}
 	cfg.Config.Env = append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, envs...)
 	cfg.Config.Entrypoint = entrypoint
-	cfg.Config.Cmd = defaultCmd
+	if len(defaultCmd) > 0 {
+		cfg.Config.Cmd = defaultCmd // else the base's stays, as before -cmd existed
+	}
 	cfg.Config.User = user
 	if img, err = mutate.ConfigFile(img, cfg); err != nil {
 		return err
