@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -131,7 +132,16 @@ func pidRuns(pid int, binary string) bool {
 	if err != nil {
 		return true
 	}
-	return strings.TrimSuffix(exe, " (deleted)") == binary
+	exe = strings.TrimSuffix(exe, " (deleted)")
+	if exe == binary {
+		return true
+	}
+	// /proc/PID/exe is the resolved path: a binary reached through a
+	// symlink (an _output linked from another checkout) is still this one.
+	// Without this, cluster down found "no running cluster" and left the
+	// components running.
+	resolved, err := filepath.EvalSymlinks(binary)
+	return err == nil && resolved == exe
 }
 
 // tail returns the last n lines of a file that the latest start wrote (a
