@@ -140,18 +140,11 @@ func waitInForce(t *testing.T, c kubernetes.Interface, ns, want string) {
 
 func policyOf(t *testing.T, annotations map[string]string, key string) string {
 	t.Helper()
-	cfg, err := intent.FromAnnotation(annotations, key)
-	if err != nil {
-		t.Fatalf("the policy wrote intent the reference cannot parse: %v", err)
+	p := intentOf(annotations, key) // the observer's reading
+	if p == "invalid" {
+		t.Fatalf("the policy wrote intent the reference cannot parse: %s", annotations[key])
 	}
-	switch {
-	case cfg == nil:
-		return ""
-	case cfg.IsGang():
-		return "gang"
-	default:
-		return "basic"
-	}
+	return p
 }
 
 // TestBasicPolicy: basic intent on every Deployment and StatefulSet in an
