@@ -47,7 +47,7 @@ func Judge(o *Observations) []Finding {
 		if ns == nil || ow.Intent == "" {
 			continue
 		}
-		f := Finding{Kind: ow.Kind, Namespace: ow.Namespace, Name: ow.Name, Intent: ow.Intent, Spec: specName(ns.Spec), Strategy: ow.Strategy}
+		f := Finding{Kind: ow.Kind, Namespace: ow.Namespace, Name: ow.Name, Intent: ow.Intent, Spec: SpecName(ns.Spec), Strategy: ow.Strategy}
 		if ow.RewrittenFrom != "" {
 			f.Strategy += " from " + ow.RewrittenFrom
 		}

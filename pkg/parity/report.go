@@ -65,7 +65,7 @@ func LoadRun(mode, dir string) (*Run, error) {
 			if s.State == types.SpecStateSkipped && s.Failure.Message == "" {
 				continue // left out by the focus
 			}
-			r.Specs[specName(s.FullText())] = Spec{State: s.State.String(), Duration: s.RunTime, Failure: truncate(s.FailureMessage(), 4000)}
+			r.Specs[SpecName(s.FullText())] = Spec{State: s.State.String(), Duration: s.RunTime, Failure: truncate(s.FailureMessage(), 4000)}
 		}
 	}
 	o, err := ReadObservations(filepath.Join(dir, ObservationsFile))
@@ -80,7 +80,7 @@ func LoadRun(mode, dir string) (*Run, error) {
 		r.Findings = Judge(o)
 		for _, ow := range o.Owners {
 			if ns := o.Namespaces[ow.Namespace]; ns != nil && ow.RewrittenFrom != "" {
-				r.Rewritten[specName(ns.Spec)] = true
+				r.Rewritten[SpecName(ns.Spec)] = true
 			}
 		}
 	}
@@ -99,8 +99,9 @@ func readGinkgoReports(path string) ([]types.Report, error) {
 	return reports, nil
 }
 
-// specName drops the prefix every spec shares.
-func specName(full string) string {
+// SpecName is a spec's name in parity.md and the progress lines: its full
+// text without the prefix every spec shares.
+func SpecName(full string) string {
 	return strings.TrimSpace(strings.TrimPrefix(full, "[sig-apps]"))
 }
 

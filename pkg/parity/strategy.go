@@ -1,7 +1,6 @@
 package parity
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"regexp"
@@ -31,32 +30,41 @@ type StrategyRule struct {
 	Reason string
 }
 
-// LoadStrategyRules reads hack/parity/strategy-dependent.txt: one rule per
-// line, "REGEX # reason"; blank lines and lines starting with # are skipped.
-func LoadStrategyRules(path string) ([]StrategyRule, error) {
-	f, err := os.Open(path)
+// readRules reads a rule file of hack/parity: one rule per line, fields
+// separated by " # ", the first n-1 of them regular expressions and the
+// last text; blank lines and lines starting with # are skipped.
+func readRules(path string, n int, want string, each func(res []*regexp.Regexp, text string)) error {
+	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	defer f.Close()
-	var rules []StrategyRule
-	s := bufio.NewScanner(f)
-	for n := 1; s.Scan(); n++ {
-		line := strings.TrimSpace(s.Text())
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		expr, reason, ok := strings.Cut(line, " # ")
-		if !ok || strings.TrimSpace(reason) == "" {
-			return nil, fmt.Errorf("%s:%d: want \"REGEX # reason\", got %q", path, n, line)
+		parts := strings.SplitN(line, " # ", n)
+		if len(parts) != n || strings.TrimSpace(parts[n-1]) == "" {
+			return fmt.Errorf("%s:%d: want %q, got %q", path, i+1, want, line)
 		}
-		re, err := regexp.Compile(strings.TrimSpace(expr))
-		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
+		res := make([]*regexp.Regexp, n-1)
+		for j := range res {
+			if res[j], err = regexp.Compile(strings.TrimSpace(parts[j])); err != nil {
+				return fmt.Errorf("%s:%d: %w", path, i+1, err)
+			}
 		}
-		rules = append(rules, StrategyRule{Spec: re, Reason: strings.TrimSpace(reason)})
+		each(res, strings.TrimSpace(parts[n-1]))
 	}
-	return rules, s.Err()
+	return nil
+}
+
+// LoadStrategyRules reads hack/parity/strategy-dependent.txt: "REGEX # reason".
+func LoadStrategyRules(path string) ([]StrategyRule, error) {
+	var rules []StrategyRule
+	err := readRules(path, 2, "REGEX # reason", func(res []*regexp.Regexp, reason string) {
+		rules = append(rules, StrategyRule{Spec: res[0], Reason: reason})
+	})
+	return rules, err
 }
 
 // DependsOnStrategy returns the reason the spec keeps its strategy, if a
@@ -77,34 +85,14 @@ type KEPRule struct {
 	Quote         string
 }
 
-// LoadKEPRules reads hack/parity/kep-requires.txt: one rule per line,
+// LoadKEPRules reads hack/parity/kep-requires.txt:
 // "SPEC-REGEX # FAILURE-REGEX # the KEP's sentence".
 func LoadKEPRules(path string) ([]KEPRule, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
 	var rules []KEPRule
-	for n, line := range strings.Split(string(data), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		parts := strings.SplitN(line, " # ", 3)
-		if len(parts) != 3 || strings.TrimSpace(parts[2]) == "" {
-			return nil, fmt.Errorf("%s:%d: want \"SPEC-REGEX # FAILURE-REGEX # the KEP's sentence\", got %q", path, n+1, line)
-		}
-		spec, err := regexp.Compile(strings.TrimSpace(parts[0]))
-		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, n+1, err)
-		}
-		failure, err := regexp.Compile(strings.TrimSpace(parts[1]))
-		if err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, n+1, err)
-		}
-		rules = append(rules, KEPRule{Spec: spec, Failure: failure, Quote: strings.TrimSpace(parts[2])})
-	}
-	return rules, nil
+	err := readRules(path, 3, "SPEC-REGEX # FAILURE-REGEX # the KEP's sentence", func(res []*regexp.Regexp, quote string) {
+		rules = append(rules, KEPRule{Spec: res[0], Failure: res[1], Quote: quote})
+	})
+	return rules, err
 }
 
 // RequiredByKEP returns the KEP sentence when a spec's failure with intent

@@ -203,7 +203,7 @@ func writeProgress() {
 	case r.State == types2.SpecStateSkipped:
 		state = "skipped"
 	}
-	line := fmt.Sprintf("%-8s %5.0fs  %s\n", state, time.Since(r.StartTime).Seconds(), strings.TrimSpace(strings.TrimPrefix(r.FullText(), "[sig-apps]")))
+	line := fmt.Sprintf("%-8s %5.0fs  %s\n", state, time.Since(r.StartTime).Seconds(), parity.SpecName(r.FullText()))
 	if r.Failed() {
 		line += "         " + strings.SplitN(strings.TrimSpace(r.FailureMessage()), "\n", 2)[0] + "\n"
 	}
