@@ -102,8 +102,8 @@ test: tools binaries ## go vet and unit tests (some against a real kube-apiserve
 	  $(APITEST_ENV) go test -json -count=1 ./... > $(ARTIFACTS)/unit.json || true; \
 	  $(REPORT) stamp --unit-json $(ARTIFACTS)/unit.json --source "$$source" --started "$$started"
 	$(HARNESS) test-summary $(ARTIFACTS)/unit.json
-	@# The tools in their own modules (hack/ociimage, hack/dradriver, hack/forger): ./... does not reach them.
-	for m in hack/ociimage hack/dradriver hack/forger; do (cd $$m && go vet ./... && go test -count=1 ./...) || exit 1; done
+	@# The tools in their own modules (hack/ociimage, hack/dradriver, hack/forger, hack/hostpath-provisioner): ./... does not reach them.
+	for m in hack/ociimage hack/dradriver hack/forger hack/hostpath-provisioner; do (cd $$m && go vet ./... && go test -count=1 ./...) || exit 1; done
 
 # `make fuzz FUZZTIME=60s` fuzzes every Go fuzz target that long, one after the other.
 FUZZTIME ?= 30s

@@ -269,6 +269,24 @@ YAML
   grep -q "^SUCCESS!" "$results/e2e.log"
 }
 
+# install_storage: a default StorageClass that provisions (the StatefulSet
+# specs' volumeClaimTemplates). kind's fallback class "standard" names the
+# in-tree kubernetes.io/host-path provisioner, which no longer exists, so
+# their claims would stay Pending until upstream's timeouts; and kind's
+# local-path-provisioner image cannot be pulled here. The harness's own
+# (hack/hostpath-provisioner) replaces it.
+install_storage() {
+  local archive
+  archive=$(hack/go-image.sh localhost/was-hostpath-provisioner:dev hack/hostpath-provisioner . 0:0) ||
+    { log "ERROR: building the hostpath provisioner's image failed (hack/go-image.sh)"; return 1; }
+  "$KIND" load image-archive "$archive" --name "$KIND_CLUSTER_NAME"
+  log "step 4/5: the default StorageClass: kind's fallback \"standard\" replaced by hack/hostpath-provisioner/deploy.yaml"
+  kubectl_ delete storageclass standard --ignore-not-found >/dev/null
+  kubectl_ apply -f hack/hostpath-provisioner/deploy.yaml
+  kubectl_ -n was-storage rollout status daemonset/was-hostpath-provisioner --timeout=5m ||
+    { log "ERROR: the hostpath provisioner did not roll out; its logs:"; kubectl_ -n was-storage logs ds/was-hostpath-provisioner --tail=20 >&2 || true; return 1; }
+}
+
 # run_parity: make parity against this cluster (E2E_RUNNER=parity). The
 # specs' images (agnhost, busybox; pause is preloaded) are built offline by
 # hack/parity-images.sh and loaded; the baseline runs stock
@@ -289,6 +307,8 @@ run_parity() {
   "$provider" exec "$KIND_CLUSTER_NAME-control-plane" crictl images -o json | grep -q "\"$pause_want\"" ||
     log "WARNING: the node image has no $pause_want (the specs' pause image): rebuild it (make kind-image) or the specs that use it pull and fail"
   timed "parity images"
+  install_storage || return 1
+  timed "storage"
   local hook="$OUTPUT_DIR/bin/was-harness kubeadm"
   export KIND_PROVIDER=$provider
   export KUBECONFIG=$KUBECONFIG_FILE NODE_EXEC="${NODE_EXEC:-$provider exec -i {node\}}"
