@@ -126,6 +126,12 @@ func TestCompare(t *testing.T) {
 	if r := reason("b", "RunHostCmd still failed after 5m: error running kubectl exec"); !strings.HasPrefix(r, "exec") {
 		t.Errorf("reason %q", r)
 	}
+	if r := reason("StatefulSet Deploy clustered applications should creating a working CockroachDB cluster [Slow]", "Failed waiting for pods to enter running: context deadline exceeded"); !strings.HasPrefix(r, "image") {
+		t.Errorf("reason %q", r)
+	}
+	if r := reason("StatefulSet something new", "timed out"); !strings.HasPrefix(r, "unexplained") {
+		t.Errorf("an unknown failure: want unexplained, got %q", r)
+	}
 }
 
 func TestStrategyRules(t *testing.T) {
