@@ -10,7 +10,7 @@
 // instance per node, built on sigs.k8s.io/sig-storage-lib-external-provisioner.
 // The class binds WaitForFirstConsumer, so the scheduler picks the node first;
 // the instance on that node creates a directory under --root and returns a
-// hostPath PersistentVolume pinned to the node. Deletion runs on the same
+// hostPath PersistentVolume pinned to the node (its hostname label). Deletion runs on the same
 // node, so the directory goes with the volume. Without leader election,
 // every instance sees every claim and acts only on its own node's.
 package main
@@ -66,7 +66,19 @@ func run(name, root, node string) error {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return err
 	}
-	p := &provisioner{root: root, node: node}
+	// The volumes' node affinity names the node by its hostname label: the
+	// scheduler matches a PersistentVolume's node affinity against node
+	// labels only, so a matchFields term on metadata.name would match every
+	// node (a pod restarted elsewhere would find no directory).
+	n, err := client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading this node's hostname label: %w", err)
+	}
+	hostname := n.Labels[v1.LabelHostname]
+	if hostname == "" {
+		return fmt.Errorf("node %s has no %s label", node, v1.LabelHostname)
+	}
+	p := &provisioner{root: root, node: node, hostname: hostname}
 	controller.NewProvisionController(ctx, client, name, p, controller.LeaderElection(false)).Run(ctx)
 	return nil
 }
@@ -74,8 +86,9 @@ func run(name, root, node string) error {
 // provisioner implements controller.Provisioner and controller.Qualifier for
 // the volumes of one node.
 type provisioner struct {
-	root string // the volumes' parent directory, the same path in this container and on the node
-	node string
+	root     string // the volumes' parent directory, the same path in this container and on the node
+	node     string
+	hostname string // the node's kubernetes.io/hostname label
 }
 
 var (
@@ -130,8 +143,8 @@ func (p *provisioner) volume(opts controller.ProvisionOptions, dir string) *v1.P
 				HostPath: &v1.HostPathVolumeSource{Path: dir, Type: &hostPathType},
 			},
 			NodeAffinity: &v1.VolumeNodeAffinity{Required: &v1.NodeSelector{
-				NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchFields: []v1.NodeSelectorRequirement{{
-					Key: "metadata.name", Operator: v1.NodeSelectorOpIn, Values: []string{p.node},
+				NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchExpressions: []v1.NodeSelectorRequirement{{
+					Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{p.hostname},
 				}}}},
 			}},
 		},

@@ -9,8 +9,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	volumehelpers "k8s.io/component-helpers/storage/volume"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v13/controller"
 )
 
@@ -26,7 +28,7 @@ func claimOn(node string) *v1.PersistentVolumeClaim {
 
 func TestProvisionOnItsOwnNodeOnly(t *testing.T) {
 	root := t.TempDir()
-	p := &provisioner{root: root, node: "worker"}
+	p := &provisioner{root: root, node: "worker", hostname: "worker-host"}
 	ctx := context.Background()
 	if p.ShouldProvision(ctx, claimOn("worker2")) {
 		t.Error("ShouldProvision: want false for a claim placed on another node")
@@ -60,9 +62,19 @@ func TestProvisionOnItsOwnNodeOnly(t *testing.T) {
 	if pv.Spec.PersistentVolumeReclaimPolicy != v1.PersistentVolumeReclaimDelete {
 		t.Errorf("reclaim policy: want Delete by default, got %s", pv.Spec.PersistentVolumeReclaimPolicy)
 	}
+	// The scheduler matches a volume's node affinity against node labels
+	// only: the term must name the hostname label, not metadata.name.
 	terms := pv.Spec.NodeAffinity.Required.NodeSelectorTerms
-	if len(terms) != 1 || terms[0].MatchFields[0].Values[0] != "worker" {
-		t.Errorf("node affinity: want the volume pinned to worker, got %+v", terms)
+	want := v1.NodeSelectorRequirement{Key: v1.LabelHostname, Operator: v1.NodeSelectorOpIn, Values: []string{"worker-host"}}
+	if len(terms) != 1 || len(terms[0].MatchFields) != 0 || len(terms[0].MatchExpressions) != 1 || !equality.Semantic.DeepEqual(terms[0].MatchExpressions[0], want) {
+		t.Errorf("node affinity: want the volume pinned by %+v, got %+v", want, terms)
+	}
+	// The scheduler's own check (VolumeBinding): the volume fits its node only.
+	if err := volumehelpers.CheckNodeAffinity(pv, map[string]string{v1.LabelHostname: "worker-host"}); err != nil {
+		t.Errorf("the volume does not fit its own node: %v", err)
+	}
+	if err := volumehelpers.CheckNodeAffinity(pv, map[string]string{v1.LabelHostname: "worker2-host"}); err == nil {
+		t.Error("the volume fits another node")
 	}
 
 	other := &provisioner{root: root, node: "worker2"}
