@@ -155,7 +155,7 @@ parity-smoke: binaries tools ## make parity on a few specs per kind, gang mode a
 # specs' images built offline (hack/parity-images.sh); the baseline is stock
 # kube-controller-manager on the same cluster (the kubeadm hooks).
 .PHONY: parity-kind
-parity-kind: tools ## make parity on a kind cluster built offline (real kubelets; baseline through the kubeadm hooks); $(ARTIFACTS)/parity-kind/parity/parity.md; PARITY_FOCUS, PARITY_MODES, KEEP_CLUSTER=1 as for parity and e2e-kind.
+parity-kind: tools ## make parity on a kind cluster built offline (real kubelets, a provisioning StorageClass; baseline through the kubeadm hooks; ~90 min); $(ARTIFACTS)/parity-kind/parity/parity.md; PARITY_FOCUS, PARITY_MODES, KEEP_CLUSTER=1 as for parity and e2e-kind.
 	ARTIFACTS=$(ARTIFACTS)/parity-kind E2E_RUNNER=parity hack/e2e-kind.sh
 
 mutation: binaries ## Self-test of the suite: each wrong variant in hack/mutation/ against the vendor-mode suite (hours; MUTATION_SCOPE=ids: each variant against its rule's specs, ~50 min; MUTANTS='01 07' for some); kill matrix in $(ARTIFACTS)/mutation.md.
