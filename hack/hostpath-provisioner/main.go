@@ -66,10 +66,13 @@ func run(name, root, node string) error {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return err
 	}
-	// The volumes' node affinity names the node by its hostname label: the
-	// scheduler matches a PersistentVolume's node affinity against node
-	// labels only, so a matchFields term on metadata.name would match every
-	// node (a pod restarted elsewhere would find no directory).
+	// The volumes' node affinity names the node by its hostname label, as
+	// local volumes do: the scheduler's volume binding checks a volume's
+	// node affinity against the node's labels (CheckNodeAffinity(pv,
+	// node.Labels)), which lets a matchFields term on metadata.name match
+	// every node (main_test.go). With such a term, a restarted pod of
+	// upstream's "basic identity" spec landed on another node and found no
+	// directory there.
 	n, err := client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("reading this node's hostname label: %w", err)
