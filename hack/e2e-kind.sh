@@ -89,6 +89,8 @@ KEEP_CLUSTER=${KEEP_CLUSTER:-}
 # (they then skip, saying why).
 KIND_DRA_DRIVER=${KIND_DRA_DRIVER:-1}
 DRA_DRIVER_IMAGE=localhost/was-dra-driver:dev
+# make parity-kind's default StorageClass (hack/hostpath-provisioner/deploy.yaml names it).
+HOSTPATH_PROVISIONER_IMAGE=localhost/was-hostpath-provisioner:dev
 # hack/forger: the install spec's hostile client of the webhook (the suite's
 # --forger-image).
 export FORGER_IMAGE=${FORGER_IMAGE:-localhost/was-forger:dev}
@@ -277,7 +279,7 @@ YAML
 # (hack/hostpath-provisioner) replaces it.
 install_storage() {
   local archive
-  archive=$(hack/go-image.sh localhost/was-hostpath-provisioner:dev hack/hostpath-provisioner . 0:0) ||
+  archive=$(hack/go-image.sh "$HOSTPATH_PROVISIONER_IMAGE" hack/hostpath-provisioner . 0:0) ||
     { log "ERROR: building the hostpath provisioner's image failed (hack/go-image.sh)"; return 1; }
   "$KIND" load image-archive "$archive" --name "$KIND_CLUSTER_NAME"
   log "step 4/5: the default StorageClass: kind's fallback \"standard\" replaced by hack/hostpath-provisioner/deploy.yaml"

@@ -1,7 +1,6 @@
 package kindconfig
 
 import (
-	"bytes"
 	"os"
 	"slices"
 	"strconv"
@@ -12,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"sigs.k8s.io/yaml"
 
 	"github.com/workload-aware/apps-harness/pkg/kwoknodes"
 )
@@ -23,33 +21,10 @@ import (
 // devices per node. Otherwise the DRA specs would ask for a class kind lacks,
 // or find other device counts than on the local cluster.
 func TestDRADriverPublishesTheHarnessDevices(t *testing.T) {
-	data, err := os.ReadFile("../hack/dradriver/deploy.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var class *resourcev1.DeviceClass
-	var ds *appsv1.DaemonSet
-	for doc := range bytes.SplitSeq(data, []byte("\n---\n")) {
-		var tm struct{ Kind string }
-		if err := yaml.Unmarshal(doc, &tm); err != nil {
-			t.Fatal(err)
-		}
-		switch tm.Kind {
-		case "DeviceClass":
-			class = &resourcev1.DeviceClass{}
-			if err := yaml.UnmarshalStrict(doc, class); err != nil {
-				t.Fatal(err)
-			}
-		case "DaemonSet":
-			ds = &appsv1.DaemonSet{}
-			if err := yaml.UnmarshalStrict(doc, ds); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if class == nil || ds == nil {
-		t.Fatalf("deploy.yaml needs a DeviceClass and a DaemonSet; DeviceClass %v, DaemonSet %v", class != nil, ds != nil)
-	}
+	docs := manifestDocs(t, "../hack/dradriver/deploy.yaml")
+	class, ds := &resourcev1.DeviceClass{}, &appsv1.DaemonSet{}
+	decodeDoc(t, docs, "DeviceClass", class)
+	decodeDoc(t, docs, "DaemonSet", ds)
 	want := kwoknodes.DeviceClass()
 	if class.Name != want.Name || !equality.Semantic.DeepEqual(class.Spec, want.Spec) {
 		t.Errorf("DeviceClass %s %+v, want pkg/kwoknodes' %s %+v", class.Name, class.Spec, want.Name, want.Spec)
