@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -20,9 +21,23 @@ type healthChecks struct {
 	liveness map[string]bool
 }
 
+// newHealthChecks starts not ready, with a "start-up" check that fails
+// until started is called: the servers answer /healthz before the webhook's
+// certificate and the controllers register their own checks, and a process
+// with no check yet must not look ready (the local cluster's start-up wait
+// then lets a spec read a Secret the webhook is still replacing).
 func newHealthChecks() *healthChecks {
-	return &healthChecks{checks: map[string]func() error{}, liveness: map[string]bool{}}
+	h := &healthChecks{checks: map[string]func() error{}, liveness: map[string]bool{}}
+	h.add(startUpCheck, func() error {
+		return errors.New("still starting: the webhook's certificate or the controllers are not set up yet")
+	})
+	return h
 }
+
+const startUpCheck = "start-up"
+
+// started ends the start-up: call it once every check is registered.
+func (h *healthChecks) started() { h.add(startUpCheck, func() error { return nil }) }
 
 // add registers (or replaces) a readiness check.
 func (h *healthChecks) add(name string, check func() error) { h.register(name, check, false) }

@@ -19,6 +19,7 @@ func TestLivenessIsOnlyWhatARestartCures(t *testing.T) {
 		handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
 		return rec.Code, rec.Body.String()
 	}
+	h.started()
 	var watchdog error
 	h.add("controllers", func() error { return errors.New("leading, informers not synced") })
 	h.add("serving-certificate", func() error { return errors.New("expires in 5s") })
@@ -39,5 +40,28 @@ func TestLivenessIsOnlyWhatARestartCures(t *testing.T) {
 	}
 	if _, body := get(h, "/healthz"); !strings.Contains(body, "leader-election:") {
 		t.Errorf("/healthz must include the liveness checks too: %q", body)
+	}
+}
+
+// TestNotReadyUntilStarted: /healthz fails until the process has set up
+// everything (the webhook's certificate included) and called started, even
+// though no other check is registered yet; /livez does not, so a slow start
+// is not killed.
+func TestNotReadyUntilStarted(t *testing.T) {
+	h := newHealthChecks()
+	get := func(handler http.Handler) (int, string) {
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+		return rec.Code, rec.Body.String()
+	}
+	if code, body := get(h); code != http.StatusServiceUnavailable || !strings.Contains(body, startUpCheck+":") {
+		t.Errorf("/healthz before started: HTTP %d %q, want 503 naming %s", code, body, startUpCheck)
+	}
+	if code, body := get(h.Livez()); code != http.StatusOK {
+		t.Errorf("/livez before started: HTTP %d %q, want 200", code, body)
+	}
+	h.started()
+	if code, body := get(h); code != http.StatusOK {
+		t.Errorf("/healthz after started: HTTP %d %q, want 200", code, body)
 	}
 }

@@ -208,6 +208,7 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
+	health.started()
 	logger.Info("Ready")
 	select {
 	case <-ctx.Done():
