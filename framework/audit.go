@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/onsi/ginkgo/v2"
 )
@@ -99,6 +100,13 @@ type AuditEvent struct {
 		Subresource string `json:"subresource"`
 		Namespace   string `json:"namespace"`
 	} `json:"objectRef"`
+	// ResponseStatus is set from ResponseStarted on (Metadata level too).
+	ResponseStatus struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+	// StageTimestamp is when the event's stage was reached: for
+	// ResponseComplete, when the write was done.
+	StageTimestamp time.Time `json:"stageTimestamp"`
 }
 
 // Resource is "resource" or "resource/subresource".

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/workload-aware/apps-harness/framework"
 	"github.com/workload-aware/apps-harness/pkg/localcluster"
@@ -86,6 +87,14 @@ type AuditSummary struct {
 	// ("<user>: <verb> <resource>", kube-system service accounts shortened
 	// to their name), so they compare with the suites' expected lists.
 	SchedulingWrites framework.WriteCounts
+	// LastPodCreate is when the controllers' last successful pod create in
+	// AuditFilter.Namespace completed; zero when there was none.
+	LastPodCreate time.Time
+	// LastPodGroupWrite is when the controllers' last successful create,
+	// update or patch of a PodGroup's spec (not its status) in
+	// AuditFilter.Namespace completed: the PodGroups are final (their
+	// minCount included) from then on. Zero when there was none.
+	LastPodGroupWrite time.Time
 }
 
 // AuditFilter selects the events a summary counts.
@@ -120,8 +129,26 @@ func ParseAudit(r io.Reader, f AuditFilter) (AuditSummary, error) {
 		if scheduling && write && ev.ObjectRef.Namespace == f.Namespace {
 			out.SchedulingWrites[ev.WriteKey()]++
 		}
+		// The write history of what the implementation owns: the
+		// controllers' pods and PodGroups, done when the last one completed.
+		ok := ev.ResponseStatus.Code >= 200 && ev.ResponseStatus.Code < 300
+		if ok && ev.ObjectRef.Namespace == f.Namespace && slices.Contains(f.Users, ev.User.Username) {
+			switch {
+			case ev.Verb == "create" && ev.ObjectRef.APIGroup == "" && res == "pods":
+				out.LastPodCreate = later(out.LastPodCreate, ev.StageTimestamp)
+			case ev.Verb != "delete" && write && ev.ObjectRef.APIGroup == "scheduling.k8s.io" && res == "podgroups":
+				out.LastPodGroupWrite = later(out.LastPodGroupWrite, ev.StageTimestamp)
+			}
+		}
 	})
 	return out, err
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // ReadAuditFrom parses the log at path from byte offset on.

@@ -1,10 +1,12 @@
 package benchscale
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/yaml"
 )
@@ -105,5 +107,45 @@ func TestAuditPolicyIsAPolicy(t *testing.T) {
 	}
 	if strings.Join(p.Rules[0].Users, ",") != strings.Join(ControllerUsers, ",") {
 		t.Errorf("first rule's users %v, want %v", p.Rules[0].Users, ControllerUsers)
+	}
+}
+
+// timed is event with the response code and the time its stage was reached.
+func timed(verb, user, group, resource, sub, ns string, code int, at time.Time) string {
+	e := event("ResponseComplete", verb, user, group, resource, sub, ns)
+	return strings.TrimSuffix(e, "}") + fmt.Sprintf(`,"responseStatus":{"code":%d},"stageTimestamp":%q}`, code, at.Format(time.RFC3339Nano))
+}
+
+// TestParseAuditWriteHistory: the implementation is done when the
+// controllers' last successful pod create and PodGroup spec write in the
+// namespace completed; status writes, deletes, failures, other users and
+// other namespaces do not move it.
+func TestParseAuditWriteHistory(t *testing.T) {
+	t0 := time.Date(2026, 12, 5, 22, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	ssc := "system:serviceaccount:kube-system:statefulset-controller"
+	lines := []string{
+		timed("create", rsc, "", "pods", "", "bench", 201, at(100)),
+		timed("create", ssc, "", "pods", "", "bench", 201, at(900)),
+		timed("create", rsc, "scheduling.k8s.io", "podgroups", "", "bench", 201, at(50)),
+		timed("update", rsc, "scheduling.k8s.io", "podgroups", "", "bench", 200, at(700)),
+		// Not the implementation's part, or not done:
+		timed("create", rsc, "", "pods", "", "bench", 409, at(5000)),
+		timed("create", rsc, "", "pods", "", "other", 201, at(5000)),
+		timed("create", SchedulerUser, "", "pods", "binding", "bench", 201, at(5000)),
+		timed("update", rsc, "scheduling.k8s.io", "podgroups", "status", "bench", 200, at(5000)),
+		timed("delete", rsc, "scheduling.k8s.io", "podgroups", "", "bench", 200, at(5000)),
+		timed("patch", SchedulerUser, "scheduling.k8s.io", "podgroups", "", "bench", 200, at(5000)),
+	}
+	got, err := ParseAudit(strings.NewReader(strings.Join(lines, "\n")), AuditFilter{Users: ControllerUsers, Scheduler: SchedulerUser, Namespace: "bench"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.LastPodCreate.Equal(at(900)) || !got.LastPodGroupWrite.Equal(at(700)) {
+		t.Errorf("last pod create %s, last PodGroup write %s; want %s and %s", got.LastPodCreate, got.LastPodGroupWrite, at(900), at(700))
+	}
+	none, err := ParseAudit(strings.NewReader(lines[0]), AuditFilter{Users: ControllerUsers, Namespace: "bench"})
+	if err != nil || !none.LastPodGroupWrite.IsZero() {
+		t.Errorf("no PodGroup write: %s, %v; want zero", none.LastPodGroupWrite, err)
 	}
 }

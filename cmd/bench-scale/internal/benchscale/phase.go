@@ -173,6 +173,7 @@ func (e *env) runPhase(ctx context.Context, mode Mode, n int, kind Kind, profile
 		return fail("the apiserver rotated its audit log during the phase: requests and writes not counted")
 	}
 
+	p.PodsCreated, p.PodGroupsFinal = since(t0, summary.LastPodCreate), since(t0, summary.LastPodGroupWrite)
 	tracker.mu.Lock()
 	p.TimeToBound = tracker.last.Sub(t0)
 	if span := tracker.last.Sub(tracker.first).Seconds(); span > 0 {
@@ -187,9 +188,9 @@ func (e *env) runPhase(ctx context.Context, mode Mode, n int, kind Kind, profile
 	p.CPU = after.CPU - before.CPU
 	p.PeakRSS = max(peak, after.RSS)
 	p.Requests, p.SchedulerRequests, p.Writes = summary.Requests, summary.SchedulerRequests, summary.SchedulingWrites
-	o.Logf("phase %s N=%d %s: all %d pods bound in %s (p50 %s, p99 %s), CPU %s, %d requests, writes %s",
+	o.Logf("phase %s N=%d %s: all %d pods bound in %s (p50 %s, p99 %s; pods created in %s, PodGroups final in %s), CPU %s, %d requests, writes %s",
 		mode, n, kind, p.Pods, p.TimeToBound.Round(time.Millisecond), p.ObjectP50.Round(time.Millisecond), p.ObjectP99.Round(time.Millisecond),
-		p.CPU, p.Requests.Total(), p.ControllerWrites())
+		p.PodsCreated.Round(time.Millisecond), p.PodGroupsFinal.Round(time.Millisecond), p.CPU, p.Requests.Total(), p.ControllerWrites())
 
 	if profileDone != nil {
 		if err := <-profileDone; err != nil {
@@ -200,6 +201,15 @@ func (e *env) runPhase(ctx context.Context, mode Mode, n int, kind Kind, profile
 		return p, err
 	}
 	return p, nil
+}
+
+// since is at's time after t0 (the API server and this process share the
+// host's clock); zero when at is.
+func since(t0, at time.Time) time.Duration {
+	if at.IsZero() {
+		return 0
+	}
+	return at.Sub(t0)
 }
 
 // createObjects creates the phase's Deployments and StatefulSets through

@@ -28,18 +28,27 @@ var seriesStyle = map[string]struct {
 	"gates-off plain": {color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}, true},
 }
 
-// Plot draws time to all bound and controller CPU against N, every mode and
-// kind, on log-log axes, side by side, into path (.png or .svg).
+// Plot draws, against N, every mode and kind on log-log axes, in a 2x2
+// grid: time to all bound and controller CPU (top), and that time split
+// into the implementation's share (every pod created, every PodGroup final)
+// and the scheduler's (the rest) (bottom), into path (.png or .svg).
 func Plot(r Results, path string) error {
-	timePlot, err := panel(r, "time from first create to all pods bound", "seconds", func(p Phase) float64 { return p.TimeToBound.Seconds() })
-	if err != nil {
-		return err
+	var panels [4]*plot.Plot
+	for i, spec := range []struct {
+		title, ylabel string
+		value         func(Phase) float64
+	}{
+		{"time from first create to all pods bound", "seconds", func(p Phase) float64 { return p.TimeToBound.Seconds() }},
+		{"was-controller-manager CPU over the phase", "CPU seconds", func(p Phase) float64 { return p.CPU.Seconds() }},
+		{"the implementation's share: to all pods created, PodGroups final", "seconds", func(p Phase) float64 { return p.ImplementationDone().Seconds() }},
+		{"the scheduler's share: from then to all pods bound", "seconds", func(p Phase) float64 { return p.SchedulerShare().Seconds() }},
+	} {
+		var err error
+		if panels[i], err = panel(r, spec.title, spec.ylabel, spec.value); err != nil {
+			return err
+		}
 	}
-	cpuPlot, err := panel(r, "was-controller-manager CPU over the phase", "CPU seconds", func(p Phase) float64 { return p.CPU.Seconds() })
-	if err != nil {
-		return err
-	}
-	const w, h = 11 * vg.Inch, 4.5 * vg.Inch
+	const w, h = 11 * vg.Inch, 9 * vg.Inch
 	var c vg.CanvasWriterTo
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".svg":
@@ -50,11 +59,14 @@ func Plot(r Results, path string) error {
 		return fmt.Errorf("plot %s: want a .png or .svg file", path)
 	}
 	dc := draw.New(c)
-	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Millimeter * 4, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
-	plots := [][]*plot.Plot{{timePlot, cpuPlot}}
+	tiles := draw.Tiles{Rows: 2, Cols: 2, PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
+	plots := [][]*plot.Plot{{panels[0], panels[1]}, {panels[2], panels[3]}}
 	canvases := plot.Align(plots, tiles, dc)
-	plots[0][0].Draw(canvases[0][0])
-	plots[0][1].Draw(canvases[0][1])
+	for i, row := range plots {
+		for j, p := range row {
+			p.Draw(canvases[i][j])
+		}
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		return err

@@ -34,6 +34,9 @@ const (
 	GoalGangOverPlain = 1.15
 	GoalCPUOnOverOff  = 1.3
 	GoalSlope         = 1.1
+	// Issue 26: what the implementation owns, gates on against off, for the
+	// same gang objects (the scheduler's share reported apart).
+	GoalImplementationOnOverOff = 1.10
 )
 
 // controllerWriters are the prefixes of the implementation's controllers in
@@ -54,6 +57,11 @@ type Phase struct {
 	// ObjectP50 and ObjectP99 are percentiles of each object's time from
 	// its create to its last pod bound.
 	ObjectP50, ObjectP99 time.Duration
+	// PodsCreated runs from the first create to the controllers' last pod
+	// create, PodGroupsFinal to their last write of a PodGroup's spec (zero
+	// when they wrote none), both from the audit log's write history: the
+	// part of the time to bound that the KEPs' implementation owns.
+	PodsCreated, PodGroupsFinal time.Duration
 	// Throughput is pods bound per second, first bind to last.
 	Throughput float64
 	// CPU is the controller process's user+system time over the phase.
@@ -69,6 +77,15 @@ type Phase struct {
 	// Failed says why the phase did not complete; empty when it did.
 	Failed string
 }
+
+// ImplementationDone is when the implementation had done its part: every
+// pod created and every PodGroup final.
+func (p Phase) ImplementationDone() time.Duration { return max(p.PodsCreated, p.PodGroupsFinal) }
+
+// SchedulerShare is the rest of the time to bound: from the implementation
+// done to the last pod bound, the scheduler's (and the kubelet-less nodes'
+// binding) time.
+func (p Phase) SchedulerShare() time.Duration { return max(p.TimeToBound-p.ImplementationDone(), 0) }
 
 // Objects is the number of Deployments and StatefulSets.
 func (p Phase) Objects() int { return p.Deployments + p.StatefulSets }
@@ -156,6 +173,17 @@ func (r Results) GangOverPlain(mode Mode, n int) (float64, bool) {
 	return float64(g.TimeToBound) / float64(p.TimeToBound), true
 }
 
+// ImplementationOnOverOff is the gates-on/gates-off ratio of kind's time to
+// the implementation done (every pod created, every PodGroup final) at n.
+func (r Results) ImplementationOnOverOff(n int, kind Kind) (float64, bool) {
+	on, ok1 := r.find(GatesOn, n, kind)
+	off, ok2 := r.find(GatesOff, n, kind)
+	if !ok1 || !ok2 || off.ImplementationDone() <= 0 {
+		return 0, false
+	}
+	return float64(on.ImplementationDone()) / float64(off.ImplementationDone()), true
+}
+
 // OnOverOff are the gates-on/gates-off ratios of CPU and requests at n.
 func (r Results) OnOverOff(n int) (cpu, requests float64, ok bool) {
 	on, ok1 := r.CostAt(GatesOn, n)
@@ -240,6 +268,21 @@ func Render(r Results, m Meta) string {
 		cpu, req, ok3 := r.OnOverOff(n)
 		fmt.Fprintf(&b, "| %d | %s | %s | %s | %s |\n", n, ratio(gOn, ok1), ratio(gOff, ok2), ratio(cpu, ok3), ratio(req, ok3))
 	}
+	b.WriteString("\n## The implementation's share and the scheduler's\n\n")
+	b.WriteString("From the audit log's write history, first create to the controllers' last pod create (pods created) and to their last write of a PodGroup's spec (PodGroups final): the implementation is done at the later of the two. The scheduler's share is the rest of the time to bound. The same objects, gates on against gates off.\n\n")
+	b.WriteString("| N | kind | pods created on / off (s) | PodGroups final on (s) | implementation done on / off (s) | on/off | scheduler's share on / off (s) |\n|---|---|---|---|---|---|---|\n")
+	for _, n := range r.Ns() {
+		for _, kind := range []Kind{Gang, Plain} {
+			on, ok1 := r.find(GatesOn, n, kind)
+			off, ok2 := r.find(GatesOff, n, kind)
+			if !ok1 || !ok2 {
+				continue
+			}
+			v, ok := r.ImplementationOnOverOff(n, kind)
+			fmt.Fprintf(&b, "| %d | %s | %s / %s | %s | %s / %s | %s | %s / %s |\n", n, kind, secs(on.PodsCreated), secs(off.PodsCreated), secs(on.PodGroupsFinal),
+				secs(on.ImplementationDone()), secs(off.ImplementationDone()), ratio(v, ok), secs(on.SchedulerShare()), secs(off.SchedulerShare()))
+		}
+	}
 	b.WriteString("\n## Growth (log-log slope against N; 1 is linear)\n\n| mode | CPU | requests | gang time to bound |\n|---|---|---|---|\n")
 	slopes := map[Mode][3]string{}
 	for _, mode := range []Mode{GatesOn, GatesOff} {
@@ -259,7 +302,7 @@ func Render(r Results, m Meta) string {
 		fmt.Fprintf(&b, "* %s\n", g)
 	}
 	if m.PlotFile != "" {
-		fmt.Fprintf(&b, "\n![time to bound and CPU against N, both modes](%s)\n", m.PlotFile)
+		fmt.Fprintf(&b, "\n![time to bound, CPU, and the implementation's and the scheduler's shares against N, both modes](%s)\n", m.PlotFile)
 	}
 	if len(m.Profiles) > 0 {
 		fmt.Fprintf(&b, "\nCPU profiles of the controller process (`go tool pprof -top <file>`): %s\n", strings.Join(m.Profiles, ", "))
@@ -292,6 +335,9 @@ func Goals(r Results) []string {
 	if largest == 0 {
 		out = append(out, "no N completed in both modes: ratios and slopes not judged")
 	} else {
+		impl, ok := r.ImplementationOnOverOff(largest, Gang)
+		out = append(out, fmt.Sprintf("gates-on/gates-off time to all pods created and PodGroups final, gang objects, at N=%d: %s (goal at most %.2f): %s",
+			largest, ratio(impl, ok), GoalImplementationOnOverOff, verdict(ok && impl <= GoalImplementationOnOverOff)))
 		g, ok := r.GangOverPlain(GatesOn, largest)
 		out = append(out, fmt.Sprintf("gang/plain time to all bound at N=%d: %s (goal at most %.2f): %s", largest, ratio(g, ok), GoalGangOverPlain, verdict(ok && g <= GoalGangOverPlain)))
 		cpu, _, _ := r.OnOverOff(largest)
