@@ -80,6 +80,10 @@ type AuditSummary struct {
 	// Requests are the requests of the audited users (AuditFilter.Users),
 	// in every namespace and cluster-scoped.
 	Requests Requests
+	// ByUser counts Requests by user, kube-system service accounts
+	// shortened to their name: each controller's client has a rate limit of
+	// its own, so this shows whose budget a phase spent.
+	ByUser Requests
 	// SchedulerRequests are AuditFilter.Scheduler's, in AuditFilter.Namespace.
 	SchedulerRequests Requests
 	// SchedulingWrites are the writes to Workloads and PodGroups in
@@ -111,7 +115,7 @@ type AuditFilter struct {
 // may be read while the apiserver appends to it: the last line can be
 // partial).
 func ParseAudit(r io.Reader, f AuditFilter) (AuditSummary, error) {
-	out := AuditSummary{Requests: Requests{}, SchedulerRequests: Requests{}, SchedulingWrites: framework.WriteCounts{}}
+	out := AuditSummary{Requests: Requests{}, ByUser: Requests{}, SchedulerRequests: Requests{}, SchedulingWrites: framework.WriteCounts{}}
 	err := framework.ScanAudit(r, func(ev framework.AuditEvent) {
 		once := ev.Stage == "ResponseComplete" && ev.Verb != "watch" || ev.Stage == "ResponseStarted" && ev.Verb == "watch"
 		if !once {
@@ -120,6 +124,7 @@ func ParseAudit(r io.Reader, f AuditFilter) (AuditSummary, error) {
 		res := ev.Resource()
 		if slices.Contains(f.Users, ev.User.Username) {
 			out.Requests[ev.Verb+" "+res]++
+			out.ByUser[strings.TrimPrefix(ev.User.Username, "system:serviceaccount:kube-system:")]++
 		}
 		if f.Scheduler != "" && ev.User.Username == f.Scheduler && ev.ObjectRef.Namespace == f.Namespace {
 			out.SchedulerRequests[ev.Verb+" "+res]++

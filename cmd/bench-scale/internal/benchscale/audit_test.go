@@ -60,6 +60,9 @@ func TestParseAudit(t *testing.T) {
 	if got.Requests.Total() != 9 {
 		t.Errorf("total %d, want 9", got.Requests.Total())
 	}
+	if s := got.ByUser.String(); s != "replicaset-controller=4, deployment-controller=3, was-controller-manager=2" {
+		t.Errorf("by user: %s", s)
+	}
 	// The scheduler's, in the namespace only, and never among the controllers'.
 	if s := got.SchedulerRequests.String(); s != "create pods/binding=1, patch pods/status=1" {
 		t.Errorf("scheduler requests: %s, want create pods/binding=1, patch pods/status=1", s)

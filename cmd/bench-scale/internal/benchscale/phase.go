@@ -187,7 +187,7 @@ func (e *env) runPhase(ctx context.Context, mode Mode, n int, kind Kind, profile
 	p.ObjectP50, p.ObjectP99 = Percentile(perObject, 50), Percentile(perObject, 99)
 	p.CPU = after.CPU - before.CPU
 	p.PeakRSS = max(peak, after.RSS)
-	p.Requests, p.SchedulerRequests, p.Writes = summary.Requests, summary.SchedulerRequests, summary.SchedulingWrites
+	p.Requests, p.RequestsByUser, p.SchedulerRequests, p.Writes = summary.Requests, summary.ByUser, summary.SchedulerRequests, summary.SchedulingWrites
 	o.Logf("phase %s N=%d %s: all %d pods bound in %s (p50 %s, p99 %s; pods created in %s, PodGroups final in %s), CPU %s, %d requests, writes %s",
 		mode, n, kind, p.Pods, p.TimeToBound.Round(time.Millisecond), p.ObjectP50.Round(time.Millisecond), p.ObjectP99.Round(time.Millisecond),
 		p.PodsCreated.Round(time.Millisecond), p.PodGroupsFinal.Round(time.Millisecond), p.CPU, p.Requests.Total(), p.ControllerWrites())

@@ -70,6 +70,8 @@ type Phase struct {
 	PeakRSS int64
 	// Requests are the controllers' API requests during the phase.
 	Requests Requests
+	// RequestsByUser are Requests by the controller that made them.
+	RequestsByUser Requests
 	// SchedulerRequests are kube-scheduler's in the phase's namespace.
 	SchedulerRequests Requests
 	// Writes are the Workload and PodGroup writes in the phase's namespace.
@@ -307,10 +309,10 @@ func Render(r Results, m Meta) string {
 	if len(m.Profiles) > 0 {
 		fmt.Fprintf(&b, "\nCPU profiles of the controller process (`go tool pprof -top <file>`): %s\n", strings.Join(m.Profiles, ", "))
 	}
-	b.WriteString("\n## Requests by verb and resource\n\nThe controllers' (all namespaces), and kube-scheduler's in the phase's namespace per pod (what its client rate limit spends on each pod).\n\n| mode | N | kind | controllers | kube-scheduler per pod |\n|---|---|---|---|---|\n")
+	b.WriteString("\n## Requests by verb and resource\n\nThe controllers' (all namespaces), by controller (each client has a rate limit of its own), and kube-scheduler's in the phase's namespace per pod (what its client rate limit spends on each pod).\n\n| mode | N | kind | controllers | by controller | kube-scheduler per pod |\n|---|---|---|---|---|---|\n")
 	for _, p := range r {
 		if p.Failed == "" {
-			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s |\n", p.Mode, p.N, p.Kind, p.Requests, perPod(p.SchedulerRequests, p.Pods))
+			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s |\n", p.Mode, p.N, p.Kind, p.Requests, p.RequestsByUser, perPod(p.SchedulerRequests, p.Pods))
 		}
 	}
 	b.WriteString("\n## Workload and PodGroup writes (all writers)\n\n| mode | N | kind | measured | the KEPs' list |\n|---|---|---|---|---|\n")

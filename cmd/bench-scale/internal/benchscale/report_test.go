@@ -147,7 +147,7 @@ func TestRenderTable(t *testing.T) {
 		"| 25 | gang | 6.60 / 6.00 | 5.50 | 6.60 / 6.00 | 1.10 | 4.40 / 4.00 |",
 		"| 25 | plain | 6.00 / 6.00 | 0.00 | 6.00 / 6.00 | 1.00 | 4.00 / 4.00 |",
 		"![time to bound, CPU, and the implementation's and the scheduler's shares against N, both modes](bench-scale.png)",
-		"| gates-on | 25 | gang | update replicasets/status=444, create pods=296 | create pods/binding=1.00, patch pods/status=0.50 |",
+		"| gates-on | 25 | gang | update replicasets/status=444, create pods=296 | none | create pods/binding=1.00, patch pods/status=0.50 |",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
