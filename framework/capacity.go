@@ -45,7 +45,7 @@ func SchedulableNodes(ctx context.Context, f *Framework) []corev1.Node {
 // a spec that only sizes its pods relative to one node uses NodeSize.
 func MeasureCapacity(ctx context.Context, f *Framework) Capacity {
 	ginkgo.GinkgoHelper()
-	if !ginkgo.CurrentSpecReport().IsSerial {
+	if !AloneOnCluster() {
 		ginkgo.Fail("MeasureCapacity in a spec that is not Serial: specs in other Ginkgo processes take capacity at any time; " +
 			"label the spec framework.Serial, or use NodeSize if it only sizes pods relative to one node")
 	}

@@ -79,22 +79,12 @@ func ConnectCluster(kubeconfig []byte) {
 	if err := TestContext.Resolve(); err != nil {
 		ginkgo.Fail(err.Error())
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", string(kubeconfig))
-	if err != nil {
-		ginkgo.Fail(fmt.Sprintf("loading kubeconfig %s: %v", kubeconfig, err))
-	}
-	cfg.QPS, cfg.Burst = 100, 200
-	cs, err := kubernetes.NewForConfig(cfg)
+	conn, err := connect(string(kubeconfig), LocalCluster)
 	if err != nil {
 		ginkgo.Fail(err.Error())
 	}
-	TestContext.Kubeconfig = string(kubeconfig)
-	restConfig, clientSet = cfg, cs
-	seam, err := NewIntentSeam(cfg)
-	if err != nil {
-		ginkgo.Fail(fmt.Sprintf("detecting how to write scheduling intent: %v", err))
-	}
-	Intent = seam
+	conn.use()
+	seam := conn.intent
 	ginkgo.GinkgoWriter.Printf("Scheduling intent is written as: %s (Deployments), %s (StatefulSets)\n", seam.Mode, seam.StatefulSetMode)
 }
 

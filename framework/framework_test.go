@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,8 +36,20 @@ func TestTypedLabels(t *testing.T) {
 	if got := KEP(6276); got[0] != "KEP-6276" {
 		t.Errorf("KEP = %v", got)
 	}
-	if Serial[0] != ginkgo.Serial {
-		t.Error("Serial must carry Ginkgo's Serial decorator so parallel runs respect it")
+}
+
+// TestSerialDecorators: Serial carries Ginkgo's Serial decorator, so a
+// parallel run respects it, unless each Serial spec runs on a local cluster
+// of its own; then it runs beside the others and keeps the label.
+func TestSerialDecorators(t *testing.T) {
+	t.Setenv(OwnClustersEnv, "")
+	if d := serialDecorators(); d[0] != ginkgo.Serial || !slices.Contains(d[1].(ginkgo.Labels), SerialLabel) {
+		t.Errorf("Serial = %v, want Ginkgo's Serial decorator and the label", d)
+	}
+	t.Setenv(OwnClustersEnv, "3")
+	d := serialDecorators()
+	if slices.Contains(d, any(ginkgo.Serial)) || !slices.Contains(d[0].(ginkgo.Labels), SerialLabel) {
+		t.Errorf("Serial with own clusters = %v, want the label without Ginkgo's Serial", d)
 	}
 }
 

@@ -63,9 +63,11 @@ func WithFeatureGate(gates ...FeatureGate) ginkgo.Labels {
 func KEP(number int) ginkgo.Labels { return ginkgo.Label(fmt.Sprintf("KEP-%d", number)) }
 
 var (
-	// Serial specs must not run beside others (they use the whole cluster's
-	// capacity or restart components). It adds Ginkgo's Serial decorator too.
-	Serial = []any{ginkgo.Serial, ginkgo.Label("Serial")}
+	// Serial specs must not run beside others on one cluster (they use the
+	// whole cluster's capacity or restart components). It adds Ginkgo's
+	// Serial decorator too, unless each runs on a local cluster of its own
+	// (owncluster.go), beside the others.
+	Serial = serialDecorators()
 	// Disruptive specs restart or reconfigure cluster components.
 	Disruptive = ginkgo.Label("Disruptive")
 	// Harness labels the harness's own specs, which prove the cluster works

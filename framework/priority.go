@@ -62,7 +62,7 @@ func PriorityClassFixtures() (map[string]*schedulingv1.PriorityClass, error) {
 func EnsurePriorityClasses(ctx context.Context) {
 	// Cluster-scoped, and deleted at cleanup: a spec in another Ginkgo
 	// process could lose them mid-spec.
-	if !ginkgo.CurrentSpecReport().IsSerial {
+	if !AloneOnCluster() {
 		ginkgo.Fail("EnsurePriorityClasses in a spec that is not Serial: it creates and deletes cluster-scoped PriorityClasses; label the spec framework.Serial")
 	}
 	cs := ClientSet()

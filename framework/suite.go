@@ -46,6 +46,11 @@ var _ = ginkgo.BeforeEach(func() {
 	}
 })
 
+// A Serial spec moves to a local cluster of its own first, when own
+// clusters are on (owncluster.go); registered after the skip above, so a
+// spec that skips starts nothing.
+var _ = ginkgo.BeforeEach(onOwnCluster)
+
 // notImplementedReason is the skip message for a spec with labels, when one
 // of them is a KEP in notImpl: testplan.NotImplementedPrefix, the KEP and
 // the check's reason (a spec of both KEPs names each missing one).
@@ -111,4 +116,5 @@ func ConnectSuite(data []byte) {
 	for kep, reason := range notImplemented {
 		ginkgo.GinkgoWriter.Printf("%s is not implemented by the implementation under test (%s): its specs skip\n", kep, reason)
 	}
+	setUpOwnClusters()
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,7 +27,7 @@ func WriteSummary(report ginkgo.Report) error {
 			continue
 		}
 		counts[s.State]++
-		rows = append(rows, fmt.Sprintf("| %s | %s | %.1fs | %s |", s.State, s.FullText(), s.RunTime.Seconds(), strings.Join(s.Labels(), ", ")))
+		rows = append(rows, fmt.Sprintf("| %s | %s | %.1fs | %s | %s |", s.State, s.FullText(), s.RunTime.Seconds(), specCluster(s), strings.Join(s.Labels(), ", ")))
 		if s.State.Is(types.SpecStateFailureStates) {
 			failures = append(failures, fmt.Sprintf("### %s\n\n```\n%s\n```\n%s\n", s.FullText(), s.Failure.Message, s.Failure.Location))
 		}
@@ -41,7 +42,10 @@ func WriteSummary(report ginkgo.Report) error {
 		counts[types.SpecStateFailed]+counts[types.SpecStatePanicked]+counts[types.SpecStateTimedout]+counts[types.SpecStateInterrupted]+counts[types.SpecStateAborted],
 		counts[types.SpecStateSkipped], counts[types.SpecStatePending])
 	fmt.Fprintf(&b, "%s\n\n", phases(report))
-	b.WriteString("| state | spec | time | labels |\n|---|---|---|---|\n")
+	if own := ownClusterTable(report); own != "" {
+		b.WriteString(own + "\n")
+	}
+	b.WriteString("| state | spec | time | cluster | labels |\n|---|---|---|---|---|\n")
 	b.WriteString(strings.Join(rows, "\n") + "\n")
 	if len(failures) > 0 {
 		b.WriteString("\n## Failures\n\n" + strings.Join(failures, "\n"))
@@ -63,22 +67,67 @@ func verdict(ok bool) string {
 
 // phases says how the run was spread: specs labelled Serial run alone on
 // process 1 after the parallel ones, so their summed time is a floor under
-// the run's wall time whatever the number of processes.
+// the run's wall time whatever the number of processes; or, with own
+// clusters, each on a cluster of its own beside the others.
 func phases(report ginkgo.Report) string {
-	var serial, parallel time.Duration
-	var nSerial, nParallel int
+	var serial, parallel, own time.Duration
+	var nSerial, nParallel, nOwn int
 	for _, s := range report.SpecReports {
 		if s.LeafNodeType != types.NodeTypeIt || s.State == types.SpecStateSkipped {
 			continue
 		}
-		if s.IsSerial {
+		switch {
+		case specCluster(s) != sharedCluster:
+			own += s.RunTime
+			nOwn++
+		case s.IsSerial:
 			serial += s.RunTime
 			nSerial++
-		} else {
+		default:
 			parallel += s.RunTime
 			nParallel++
 		}
 	}
-	return fmt.Sprintf("Ginkgo processes: %d. Specs run side by side: %d, %s of spec time. Serial specs, run alone after them: %d, %s.",
+	out := fmt.Sprintf("Ginkgo processes: %d. Specs run side by side: %d, %s of spec time. Serial specs, run alone after them: %d, %s.",
 		report.SuiteConfig.ParallelTotal, nParallel, parallel.Round(time.Second), nSerial, serial.Round(time.Second))
+	if nOwn > 0 {
+		out += fmt.Sprintf(" Serial specs, each on a local cluster of its own beside the others: %d, %s.", nOwn, own.Round(time.Second))
+	}
+	return out
+}
+
+// sharedCluster names the cluster every spec not on its own ran on.
+const sharedCluster = "shared"
+
+// specCluster is the cluster s ran on: its own (onOwnCluster's report
+// entry), or the shared one.
+func specCluster(s types.SpecReport) string {
+	for _, e := range s.ReportEntries {
+		if e.Name == ownClusterEntry {
+			return e.StringRepresentation()
+		}
+	}
+	return sharedCluster
+}
+
+// ownClusterTable lists the own clusters with their spec, state and time,
+// in the order they ran; "" when no spec ran on its own.
+func ownClusterTable(report ginkgo.Report) string {
+	var rows []string
+	var specs []types.SpecReport
+	for _, s := range report.SpecReports {
+		if s.LeafNodeType == types.NodeTypeIt && specCluster(s) != sharedCluster {
+			specs = append(specs, s)
+		}
+	}
+	if len(specs) == 0 {
+		return ""
+	}
+	slices.SortFunc(specs, func(a, b types.SpecReport) int { return a.StartTime.Compare(b.StartTime) })
+	for _, s := range specs {
+		rows = append(rows, fmt.Sprintf("| %s | %d | %s | %s | %.1fs | %s |", specCluster(s), s.ParallelProcess,
+			s.StartTime.Format("15:04:05"), s.State, s.RunTime.Seconds(), s.FullText()))
+	}
+	return "## Own clusters\n\nEach Serial spec ran on a local cluster of its own, on the Ginkgo process shown, beside the other specs.\n\n" +
+		"| cluster | process | started | state | time | spec |\n|---|---|---|---|---|---|\n" + strings.Join(rows, "\n") + "\n"
 }

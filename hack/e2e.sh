@@ -46,14 +46,30 @@ E2E_BINARY=${E2E_BINARY:-$OUTPUT_DIR/bin/e2e.test}
 # more processes than cores pays; Serial specs (whole-cluster capacity,
 # component restarts) still run alone, on process 1, after the others.
 PROCS=${PROCS:-6}
+# On the local cluster, Serial specs run beside the other specs, each
+# process keeping a local cluster of its own for those that land on it,
+# instead of alone after them on the shared cluster (framework/
+# owncluster.go). OWN_CLUSTERS is how many such clusters run at once on top
+# of the shared one (default PROCS: no process waits for one). OWN_CLUSTERS=0
+# runs Serial specs one after another on the shared cluster, as against an
+# existing cluster, where it is always so.
+OWN_CLUSTERS=${OWN_CLUSTERS:-$PROCS}
+if [[ -z $E2E_KUBECONFIG && $OWN_CLUSTERS =~ ^[1-9][0-9]*$ ]]; then
+  export WAS_OWN_CLUSTERS=$OWN_CLUSTERS
+else
+  unset WAS_OWN_CLUSTERS
+fi
 GINKGO=${GINKGO:-$OUTPUT_DIR/bin/ginkgo}
 export GOFLAGS="${GOFLAGS:-} -buildvcs=false"
 mkdir -p "$ARTIFACTS"
 log() { printf '[e2e %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 cleanup() {
-  # Backstop only: the suite's own teardown normally removed the state file.
-  "$OUTPUT_DIR/bin/was-harness" cluster down --dir "$ARTIFACTS/cluster" >/dev/null 2>&1 || true
+  # Backstop only: the suite's own teardown normally removed the state files.
+  local dir
+  for dir in "$ARTIFACTS/cluster" "$ARTIFACTS"/clusters/*/; do
+    [[ -d $dir ]] && "$OUTPUT_DIR/bin/was-harness" cluster down --dir "$dir" >/dev/null 2>&1 || true
+  done
 }
 trap cleanup EXIT
 
@@ -99,7 +115,13 @@ suite_args=(
 [[ -n $LABEL_FILTER ]] && ginkgo_args+=(--label-filter="$LABEL_FILTER")
 [[ -t 1 ]] || ginkgo_args+=(--no-color) # plain text in CI logs and e2e.log
 [[ -x $GINKGO ]] || { log "ERROR: $GINKGO is missing: run 'make tools' (it builds the ginkgo CLI of go.mod's version)"; exit 2; }
-log "processes: $PROCS (PROCS=); Serial specs run alone after the others"
+if [[ -n ${WAS_OWN_CLUSTERS:-} ]]; then
+  log "processes: $PROCS (PROCS=); Serial specs each on a local cluster of its own, beside the others, at most $WAS_OWN_CLUSTERS at once (OWN_CLUSTERS=; 0: alone, after them)"
+else
+  log "processes: $PROCS (PROCS=); Serial specs run alone after the others"
+fi
+# Own clusters of an earlier run would mislead whoever reads their logs.
+rm -rf "$ARTIFACTS/clusters"
 rc=0
 suite_started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 "$GINKGO" run "${ginkgo_args[@]}" "$@" "$E2E_BINARY" -- "${suite_args[@]}" 2>&1 | tee "$ARTIFACTS/e2e.log" || rc=$?
