@@ -113,7 +113,7 @@ fuzz: ## Run every Go fuzz target for FUZZTIME (30s) each; a finding fails and i
 	FUZZTIME=$(FUZZTIME) hack/fuzz.sh
 
 .PHONY: e2e
-e2e: tools ## Build what is missing, start a local cluster (or use KUBECONFIG=), run every suite in PROCS=6 Ginkgo processes (Serial specs alone, after), report. STRESS=1: see stress.
+e2e: tools ## Build what is missing, start a local cluster (or use KUBECONFIG=), run every suite in PROCS=6 Ginkgo processes (Serial specs beside the others on clusters of their processes, OWN_CLUSTERS=0: alone, after; with KUBECONFIG= always alone, after), report. STRESS=1: see stress.
 	$(if $(filter 1,$(STRESS)),hack/stress.sh,hack/e2e.sh)
 
 .PHONY: soak

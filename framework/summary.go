@@ -91,7 +91,7 @@ func phases(report ginkgo.Report) string {
 	out := fmt.Sprintf("Ginkgo processes: %d. Specs run side by side: %d, %s of spec time. Serial specs, run alone after them: %d, %s.",
 		report.SuiteConfig.ParallelTotal, nParallel, parallel.Round(time.Second), nSerial, serial.Round(time.Second))
 	if nOwn > 0 {
-		out += fmt.Sprintf(" Serial specs, each on a local cluster of its own beside the others: %d, %s.", nOwn, own.Round(time.Second))
+		out += fmt.Sprintf(" Serial specs, beside the others on their processes' own clusters: %d, %s.", nOwn, own.Round(time.Second))
 	}
 	return out
 }
@@ -128,6 +128,6 @@ func ownClusterTable(report ginkgo.Report) string {
 		rows = append(rows, fmt.Sprintf("| %s | %d | %s | %s | %.1fs | %s |", specCluster(s), s.ParallelProcess,
 			s.StartTime.Format("15:04:05"), s.State, s.RunTime.Seconds(), s.FullText()))
 	}
-	return "## Own clusters\n\nEach Serial spec ran on a local cluster of its own, on the Ginkgo process shown, beside the other specs.\n\n" +
+	return "## Own clusters\n\nThe Serial specs ran beside the other specs, away from the shared cluster: each on the local cluster its Ginkgo process kept for them (a new one after a failed spec, or after handing its slot to a waiting process).\n\n" +
 		"| cluster | process | started | state | time | spec |\n|---|---|---|---|---|---|\n" + strings.Join(rows, "\n") + "\n"
 }

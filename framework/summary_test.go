@@ -29,7 +29,7 @@ func TestSummaryShowsEachCluster(t *testing.T) {
 	}}
 	got := phases(report)
 	if !strings.Contains(got, "Specs run side by side: 1, 3s") || !strings.Contains(got, "Serial specs, run alone after them: 0") ||
-		!strings.Contains(got, "each on a local cluster of its own beside the others: 2, 1m10s") {
+		!strings.Contains(got, "beside the others on their processes' own clusters: 2, 1m10s") {
 		t.Errorf("phases: %s", got)
 	}
 	table := ownClusterTable(report)
