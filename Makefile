@@ -189,7 +189,7 @@ bench: tools ## Run the Benchmark specs only; figures in $(ARTIFACTS)/bench_depl
 	LABEL_FILTER=Benchmark hack/e2e.sh
 
 .PHONY: bench-scale
-bench-scale: tools ## The reference controllers at scale on 128 kwok nodes, gates on vs off (BENCH_N='25 50 100 200', BENCH_QUICK=1: N=25, BENCH_PPROF=1: CPU profiles, BENCH_SCHEDULER_QPS=500: the scheduler's client rate, default 50); $(ARTIFACTS)/bench-scale.md and .png.
+bench-scale: tools ## The reference controllers at scale on 128 kwok nodes, gates on vs off (BENCH_N='25 50 100 200', BENCH_QUICK=1: N=25, BENCH_PPROF=1: CPU profiles, BENCH_SCHEDULER_QPS=500: the scheduler's client rate, default 50; BENCH_CONTROLLER_QPS: each controller's, default 50); $(ARTIFACTS)/bench-scale.md and .png.
 	$(OUTPUT_DIR)/bin/bench-scale --artifacts $(ARTIFACTS) --output-dir $(OUTPUT_DIR) --kube-version $(KUBE_VERSION) \
 	  $(if $(BENCH_N),--n '$(BENCH_N)') $(if $(filter 1,$(BENCH_QUICK)),--quick) $(if $(filter 1,$(BENCH_PPROF)),--cpu-profile)
 

@@ -51,6 +51,7 @@ func run(args []string) error {
 	phaseTimeout := fs.Duration("phase-timeout", 5*time.Minute, "bound on each phase's wait for bound pods, and on its cleanup")
 	maxPods := fs.Int("max-pods-per-phase", 2400, "refuse an N whose phase creates more pods than this")
 	schedulerQPS := fs.String("scheduler-qps", envOr("BENCH_SCHEDULER_QPS", "0"), "kube-scheduler's client QPS (burst twice that); 0 keeps its default of 50 (env BENCH_SCHEDULER_QPS)")
+	controllerQPS := fs.String("controller-qps", envOr("BENCH_CONTROLLER_QPS", "0"), "the controller component's client QPS, each controller's (--kube-api-qps; burst twice that); 0 keeps its default (env BENCH_CONTROLLER_QPS)")
 	cpuProfile := fs.Bool("cpu-profile", envOr("BENCH_PPROF", "") != "", "capture CPU profiles of the controller at the largest N into --artifacts (env BENCH_PPROF=1)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -63,6 +64,10 @@ func run(args []string) error {
 	if err != nil || qps < 0 {
 		return fmt.Errorf("--scheduler-qps (env BENCH_SCHEDULER_QPS): %q is not a whole number of at least 0", *schedulerQPS)
 	}
+	cqps, err := strconv.Atoi(*controllerQPS)
+	if err != nil || cqps < 0 {
+		return fmt.Errorf("--controller-qps (env BENCH_CONTROLLER_QPS): %q is not a whole number of at least 0", *controllerQPS)
+	}
 	if *quick {
 		sizes = []int{25}
 	}
@@ -74,7 +79,7 @@ func run(args []string) error {
 		Ns: sizes, Replicas: *replicas, Artifacts: art, OutputDir: *outputDir, WorkDir: *workDir, KubeVersion: *kubeVersion,
 		Addon: *addon, AddonBinDir: *addonBinDir, Controller: localcluster.Component(*controller),
 		PhaseTimeout: *phaseTimeout, Budget: *budget, MaxPodsPerPhase: *maxPods, CPUProfile: *cpuProfile,
-		SchedulerQPS: qps,
+		SchedulerQPS: qps, ControllerQPS: cqps,
 		Logf: func(format string, args ...any) {
 			fmt.Fprintf(os.Stderr, "%s [bench-scale] %s\n", time.Now().UTC().Format("15:04:05"), fmt.Sprintf(format, args...))
 		},

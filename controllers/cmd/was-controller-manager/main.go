@@ -67,6 +67,8 @@ var knownControllers = []string{"deployment", "replicaset", "statefulset"}
 
 type options struct {
 	kubeconfig         string
+	kubeAPIQPS         float32
+	kubeAPIBurst       int
 	controllers        []string
 	bindAddress        string
 	webhookBindAddress string
@@ -91,6 +93,10 @@ func main() {
 	o := options{leaderElection: defaultLeaderElection()}
 	fs := pflag.NewFlagSet("was-controller-manager", pflag.ExitOnError)
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (its identity bootstraps the per-controller service-account clients)")
+	// As kube-controller-manager's flags of the same names: each controller's
+	// client (one per service account) has this rate limit of its own.
+	fs.Float32Var(&o.kubeAPIQPS, "kube-api-qps", 50, "QPS of each client to the API server (each controller's service-account client has a limit of its own, as in kube-controller-manager)")
+	fs.IntVar(&o.kubeAPIBurst, "kube-api-burst", 100, "burst of each client to the API server")
 	fs.StringSliceVar(&o.controllers, "controllers", knownControllers, fmt.Sprintf("controllers to run, of %v; empty runs none (admission only)", knownControllers))
 	fs.StringVar(&o.bindAddress, "bind-address", "127.0.0.1:10290", "address of the plain HTTP server for /healthz and /metrics (keep it on loopback: `was-controller-manager probe` checks /healthz from inside the pod)")
 	fs.StringVar(&o.webhookBindAddress, "webhook-bind-address", "", "address of the HTTPS validating webhook; empty disables it")
@@ -125,6 +131,9 @@ func main() {
 func (o *options) validate() error {
 	if errs := utilfeature.DefaultMutableFeatureGate.Validate(); len(errs) > 0 {
 		return errors.Join(errs...)
+	}
+	if o.kubeAPIQPS <= 0 || o.kubeAPIBurst < 1 {
+		return fmt.Errorf("--kube-api-qps %v and --kube-api-burst %d: want a QPS above 0 and a burst of at least 1", o.kubeAPIQPS, o.kubeAPIBurst)
 	}
 	for _, c := range o.controllers {
 		if !slices.Contains(knownControllers, c) {
@@ -238,7 +247,7 @@ func clients(o options, identity string) (*rest.Config, kubernetes.Interface, er
 	if err != nil {
 		return nil, nil, fmt.Errorf("--kubeconfig: %w", err)
 	}
-	cfg.QPS, cfg.Burst = 50, 100
+	cfg.QPS, cfg.Burst = o.kubeAPIQPS, o.kubeAPIBurst
 	cfg.Wrap(tagUserAgent(identity))
 	cfg.Wrap(crashpoint.WrapTransport) // counts writes for a --crash-after=write/<n>; a no-op otherwise
 	root, err := kubernetes.NewForConfig(cfg)

@@ -54,6 +54,9 @@ type Options struct {
 	// binding) and a gang pod about 2 (the binding and a status write), so
 	// gang phases bind at half the rate whatever the controllers do.
 	SchedulerQPS int
+	// ControllerQPS, if above 0, is each of the controller component's
+	// clients' rate (--kube-api-qps, and twice that as --kube-api-burst).
+	ControllerQPS int
 	// CPUProfile captures a CPU profile of the controller process during
 	// each mode's gang phase at the largest N (needs --pprof-address).
 	CPUProfile bool
@@ -128,6 +131,9 @@ func Run(ctx context.Context, o Options) (Results, error) {
 	var results Results
 	var notes, profiles []string
 	notes = append(notes, schedulerRateNote(o.SchedulerQPS))
+	if o.ControllerQPS > 0 {
+		notes = append(notes, fmt.Sprintf("each controller's client rate (%s --kube-api-qps): %d QPS and %d burst, not its default of 50 and 100", o.Controller, o.ControllerQPS, 2*o.ControllerQPS))
+	}
 	largest := slices.Max(o.Ns)
 	runErr := func() error {
 		for _, n := range o.Ns {
@@ -230,6 +236,10 @@ func startCluster(ctx context.Context, o Options) (*env, func() error, error) {
 	if o.SchedulerQPS > 0 {
 		cfg.Components[localcluster.Scheduler] = localcluster.ComponentConfig{ExtraArgs: map[string]string{
 			"kube-api-qps": strconv.Itoa(o.SchedulerQPS), "kube-api-burst": strconv.Itoa(2 * o.SchedulerQPS)}}
+	}
+	if o.ControllerQPS > 0 {
+		cfg.Components[o.Controller] = cfg.Components[o.Controller].Merge(localcluster.ComponentConfig{ExtraArgs: map[string]string{
+			"kube-api-qps": strconv.Itoa(o.ControllerQPS), "kube-api-burst": strconv.Itoa(2 * o.ControllerQPS)}})
 	}
 	cfg.Logf = o.Logf
 	binDir := o.AddonBinDir
