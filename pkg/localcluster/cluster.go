@@ -253,6 +253,11 @@ func (c *Cluster) startLocked(ctx context.Context, name Component) error {
 	if err != nil {
 		return err
 	}
+	renewReservation(c.ports.of(name))
+	renewReservation(c.ports.serving(name))
+	if name == Etcd {
+		renewReservation(c.ports.etcdPeer)
+	}
 	p, err := startProcess(name, c.binary(name), args, c.paths.log(name), c.cfg.Detach)
 	if err != nil {
 		return err

@@ -2,10 +2,13 @@ package localcluster
 
 import (
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestAssembleArgsOverridesDefaultsInPlaceAndAppendsExtrasSorted(t *testing.T) {
@@ -271,5 +274,37 @@ func TestAttachRebuildsTheRecordedCluster(t *testing.T) {
 	}
 	if _, err := Attach(t.TempDir(), nil); err == nil || !strings.Contains(err.Error(), "no cluster recorded") {
 		t.Errorf("Attach(empty dir) = %v, want 'no cluster recorded'", err)
+	}
+}
+
+// TestFreePortsAreReservedAcrossCalls: a port one call chose is not chosen
+// again while reserved (two clusters starting at once in two processes),
+// whatever the kernel offers; a reservation past its time is taken over.
+func TestFreePortsAreReservedAcrossCalls(t *testing.T) {
+	t.Setenv("TMPDIR", t.TempDir())
+	first, err := FreePorts(10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range first {
+		if reservePort(p) {
+			t.Errorf("port %d reserved twice within %s", p, portReservation)
+		}
+	}
+	second, err := FreePorts(10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range second {
+		if slices.Contains(first, p) {
+			t.Errorf("port %d chosen by both calls", p)
+		}
+	}
+	stale := time.Now().Add(-2 * portReservation)
+	if err := os.Chtimes(filepath.Join(portReservations(), strconv.Itoa(first[0])), stale, stale); err != nil {
+		t.Fatal(err)
+	}
+	if !reservePort(first[0]) {
+		t.Errorf("a reservation older than %s was not taken over", portReservation)
 	}
 }
