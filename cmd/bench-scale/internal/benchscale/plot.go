@@ -143,10 +143,23 @@ func (t nTicks) Ticks(min, max float64) []plot.Tick {
 }
 
 // logTicks labels 1, 2 and 5 times each power of ten in range, so a log
-// axis spanning less than a decade still has labels.
+// axis spanning less than a decade still has labels; a range holding fewer
+// than two of those (one N, values 32 to 49) is labelled at its ends.
 type logTicks struct{}
 
 func (logTicks) Ticks(min, max float64) []plot.Tick {
+	out := roundTicks(min, max)
+	if len(out) < 2 {
+		out = nil
+		for _, v := range []float64{min, max} {
+			out = append(out, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'g', 3, 64)})
+		}
+	}
+	return out
+}
+
+// roundTicks are 1, 2 and 5 times each power of ten in [min, max].
+func roundTicks(min, max float64) []plot.Tick {
 	var out []plot.Tick
 	for e := math.Floor(math.Log10(min)); e <= math.Ceil(math.Log10(max)); e++ {
 		for _, m := range []float64{1, 2, 5} {

@@ -191,6 +191,13 @@ func TestLogTicksLabelLessThanADecade(t *testing.T) {
 		t.Errorf("ticks in [3,30]: %v, want 5,10,20", got)
 	}
 	got = nil
+	for _, tk := range (logTicks{}).Ticks(32.8, 49.13) {
+		got = append(got, tk.Label)
+	}
+	if strings.Join(got, ",") != "32.8,49.1" {
+		t.Errorf("ticks in [32.8,49.13], no round value inside: %v, want the ends", got)
+	}
+	got = nil
 	for _, tk := range (nTicks{25, 50, 100, 200}).Ticks(20, 120) {
 		got = append(got, tk.Label)
 	}
