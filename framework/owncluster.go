@@ -121,8 +121,7 @@ type ownClusterPool struct {
 	cancel  context.CancelFunc
 	slots   clusterSlots
 	started int
-	current *ownCluster   // the process's cluster, up or starting; nil when none
-	running []*ownCluster // started and not stopped yet
+	current *ownCluster // the process's cluster, up, starting or failed; nil when none
 }
 
 // ownCluster is a cluster being started; done is closed once it is up or
@@ -210,7 +209,6 @@ func (p *ownClusterPool) init() {
 func (p *ownClusterPool) startLocked(slot *os.File) *ownCluster {
 	p.started++
 	oc := &ownCluster{name: fmt.Sprintf("p%d-%d", ginkgo.GinkgoParallelProcess(), p.started), slot: slot, done: make(chan struct{})}
-	p.running = append(p.running, oc) // stopped at teardown even if its start fails half-way
 	ctx := p.ctx
 	go func() {
 		defer close(oc.done)
@@ -254,7 +252,7 @@ func (p *ownClusterPool) take(ctx context.Context) (*ownCluster, error) {
 		}
 		p.mu.Lock()
 		oc = p.startLocked(slot)
-		p.current = oc
+		p.current = oc // stopped at teardown even if its start fails half-way
 		p.mu.Unlock()
 	}
 	select {
@@ -307,7 +305,6 @@ func (p *ownClusterPool) stop(oc *ownCluster) {
 		oc.slot.Close()
 		oc.slot = nil
 	}
-	p.running = slices.DeleteFunc(p.running, func(r *ownCluster) bool { return r == oc })
 }
 
 // teardown ends a start under way and stops every cluster of the process.
@@ -318,10 +315,10 @@ func (p *ownClusterPool) teardown() {
 		return
 	}
 	p.cancel()
+	oc := p.current
 	p.current = nil
-	running := slices.Clone(p.running)
 	p.mu.Unlock()
-	for _, oc := range running {
+	if oc != nil {
 		<-oc.done
 		p.stop(oc)
 	}
@@ -333,7 +330,7 @@ func setUpOwnClusters() {
 		return
 	}
 	if LocalCluster == nil {
-		ginkgo.Fail(fmt.Sprintf("%s=1 runs each Serial spec on a local cluster of its own, which needs the local cluster: unset it with --kubeconfig (an existing cluster runs its Serial specs one at a time)", OwnClustersEnv))
+		ginkgo.Fail(fmt.Sprintf("%s=%s runs Serial specs on local clusters of their own, beside the shared local cluster; with --kubeconfig there is none: unset it (on an existing cluster Serial specs run one at a time; hack/e2e.sh does not set it there)", OwnClustersEnv, os.Getenv(OwnClustersEnv)))
 	}
 	ownClusters.init()
 	ginkgo.DeferCleanup(ownClusters.teardown)
