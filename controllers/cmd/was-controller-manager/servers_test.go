@@ -40,6 +40,7 @@ func TestServersAreBounded(t *testing.T) {
 
 func TestHealthChecksNameWhatFails(t *testing.T) {
 	h := newHealthChecks()
+	h.started()
 	h.add("a", func() error { return nil })
 	get := func() (int, string) {
 		rec := httptest.NewRecorder()
