@@ -17,7 +17,9 @@ import (
 // against an existing cluster. Ginkgo process 1 started it; the others of a
 // parallel run attach to it (ConnectSuite) to read its configuration and
 // logs. Disruptive specs that restart components need it (RequireLocalCluster);
-// they are Serial, so they run on process 1.
+// they are Serial, so they run on process 1 after the others, or, with own
+// clusters, on their process's own cluster, which this then names for the
+// spec (owncluster.go).
 var LocalCluster *localcluster.Cluster
 
 // SetupCluster runs once per suite, on Ginkgo process 1: it starts a local

@@ -279,9 +279,7 @@ func (p *ownClusterPool) release(oc *ownCluster, failed bool) {
 
 // discard stops oc, frees its slot, and forgets it.
 func (p *ownClusterPool) discard(oc *ownCluster) {
-	p.stop(oc)
-	// Logs and certificates stay for the report; etcd's data does not.
-	_ = os.RemoveAll(filepath.Join(TestContext.Artifacts, "clusters", oc.name, "etcd-data"))
+	p.stop(oc) // its work directory stays, logs included, as the shared cluster's does
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.current == oc {

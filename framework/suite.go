@@ -25,7 +25,8 @@ type suiteState struct {
 	// LocalClusterDir is the work directory of the cluster process 1 started
 	// (empty against an existing cluster): the other processes attach to it
 	// to read its configuration, logs and audit log. Only process 1 owns its
-	// components; specs that restart them are Serial, so they run there.
+	// components; specs that restart them are Serial, so they run there, or
+	// on a cluster their own process started (owncluster.go).
 	LocalClusterDir string `json:"localClusterDir,omitempty"`
 	// NotImplemented maps each KEP label ("KEP-6276") the prerequisite
 	// check found not implemented to its reason (vendor mode only).

@@ -43,8 +43,8 @@ REPORT_FAIL_ON=${REPORT_FAIL_ON:-FAIL}
 E2E_BINARY=${E2E_BINARY:-$OUTPUT_DIR/bin/e2e.test}
 # Ginkgo processes running specs side by side on the one cluster. The specs
 # mostly wait (on the scheduler, on controllers, on Consistently windows), so
-# more processes than cores pays; Serial specs (whole-cluster capacity,
-# component restarts) still run alone, on process 1, after the others.
+# more processes than cores pays. Serial specs (whole-cluster capacity,
+# component restarts) run apart: see OWN_CLUSTERS.
 PROCS=${PROCS:-6}
 # On the local cluster, Serial specs run beside the other specs, each
 # process keeping a local cluster of its own for those that land on it,
