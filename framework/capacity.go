@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"sort"
+	"time"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
@@ -49,7 +50,60 @@ func MeasureCapacity(ctx context.Context, f *Framework) Capacity {
 		ginkgo.Fail("MeasureCapacity in a spec that is not Serial: specs in other Ginkgo processes take capacity at any time; " +
 			"label the spec framework.Serial, or use NodeSize if it only sizes pods relative to one node")
 	}
+	waitForReleasedCapacity(ctx, f)
 	return measureCapacity(ctx, f)
+}
+
+// releaseTimeout bounds the wait for earlier specs' pods to leave the nodes:
+// namespace deletion under load took up to 25 s in make e2e (2 cores).
+const releaseTimeout = 3 * time.Minute
+
+// waitForReleasedCapacity waits until no pod that is on its way out (its own
+// deletion or its namespace's under way) still holds a node. Earlier specs
+// delete their namespaces as they end but do not wait for the pods to go, and
+// the scheduler counts a terminating pod's requests until it is gone: a spec
+// that sizes a gang to the whole cluster right after them would find a node
+// less than it measured (S-I2 once waited 240 s for a gang that a previous
+// spec's terminating pods kept from fitting).
+func waitForReleasedCapacity(ctx context.Context, f *Framework) {
+	ginkgo.GinkgoHelper()
+	start := time.Now()
+	var leaving []string
+	gomega.Eventually(ctx, func(g gomega.Gomega) {
+		pods, err := f.ClientSet.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+		g.Expect(err).NotTo(gomega.HaveOccurred(), "listing pods")
+		namespaces, err := f.ClientSet.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+		g.Expect(err).NotTo(gomega.HaveOccurred(), "listing namespaces")
+		leaving = podsLeavingNodes(pods.Items, namespaces.Items)
+		g.Expect(leaving).To(gomega.BeEmpty(), "pods of earlier specs still hold nodes while they terminate")
+	}).WithTimeout(releaseTimeout).WithPolling(time.Second).Should(gomega.Succeed(),
+		"the cluster's capacity is not free: pods on their way out still hold nodes (a pod or namespace finalizer that never clears?)")
+	if waited := time.Since(start); waited > 2*time.Second {
+		ginkgo.GinkgoWriter.Printf("waited %s for earlier specs' terminating pods to leave the nodes before measuring capacity\n", waited.Round(100*time.Millisecond))
+	}
+}
+
+// podsLeavingNodes names the pods that are bound, not finished, and being
+// deleted (themselves or through their namespace): capacity the scheduler
+// still counts as taken, though nobody will use it again.
+func podsLeavingNodes(pods []corev1.Pod, namespaces []corev1.Namespace) []string {
+	terminating := map[string]bool{}
+	for _, ns := range namespaces {
+		if ns.DeletionTimestamp != nil || ns.Status.Phase == corev1.NamespaceTerminating {
+			terminating[ns.Name] = true
+		}
+	}
+	var out []string
+	for _, p := range pods {
+		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if p.DeletionTimestamp != nil || terminating[p.Namespace] {
+			out = append(out, p.Namespace+"/"+p.Name+"@"+p.Spec.NodeName)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // NodeSize reads the same figures as MeasureCapacity for a spec that runs
