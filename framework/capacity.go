@@ -54,17 +54,18 @@ func MeasureCapacity(ctx context.Context, f *Framework) Capacity {
 	return measureCapacity(ctx, f)
 }
 
-// releaseTimeout bounds the wait for earlier specs' pods to leave the nodes:
-// namespace deletion under load took up to 25 s in make e2e (2 cores).
+// releaseTimeout bounds the wait for terminating pods to leave the nodes;
+// a pod that has not gone by then is held by something (a finalizer), and the
+// failure names it.
 const releaseTimeout = 3 * time.Minute
 
 // waitForReleasedCapacity waits until no pod that is on its way out (its own
-// deletion or its namespace's under way) still holds a node. Earlier specs
-// delete their namespaces as they end but do not wait for the pods to go, and
-// the scheduler counts a terminating pod's requests until it is gone: a spec
-// that sizes a gang to the whole cluster right after them would find a node
-// less than it measured (S-I2 once waited 240 s for a gang that a previous
-// spec's terminating pods kept from fitting).
+// deletion or its namespace's under way) still holds a node: the scheduler
+// counts a terminating pod's requests until it is gone, so a spec that sizes
+// a gang to the whole cluster would find a node less than it measured. A
+// spec's own namespace is waited for in its cleanup, but not every namespace
+// is: the calibration probe's, a cleanup cut short by an interrupt, or pods a
+// vendor's cluster is deleting for reasons of its own.
 func waitForReleasedCapacity(ctx context.Context, f *Framework) {
 	ginkgo.GinkgoHelper()
 	start := time.Now()

@@ -78,7 +78,7 @@ if [[ -z $E2E_KUBECONFIG ]]; then
   log "step 1/4: control-plane binaries ($KUBE_VERSION)"
   hack/build-binaries.sh
   log "step 1/4: the version-skew and downgrade specs' kube-scheduler and kube-controller-manager ($SKEW_KUBE_VERSION)"
-  KUBE_VERSION=$SKEW_KUBE_VERSION KUBE_BINARIES="kube-scheduler kube-controller-manager" hack/build-binaries.sh
+  KUBE_VERSION=$SKEW_KUBE_VERSION KUBE_BINARIES="kube-scheduler kube-controller-manager" hack/build-binaries.sh kube
 else
   log "step 1/4: using the existing cluster of $E2E_KUBECONFIG (no binaries needed)"
 fi
