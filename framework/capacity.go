@@ -69,14 +69,12 @@ const releaseTimeout = 3 * time.Minute
 func waitForReleasedCapacity(ctx context.Context, f *Framework) {
 	ginkgo.GinkgoHelper()
 	start := time.Now()
-	var leaving []string
 	gomega.Eventually(ctx, func(g gomega.Gomega) {
 		pods, err := f.ClientSet.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 		g.Expect(err).NotTo(gomega.HaveOccurred(), "listing pods")
 		namespaces, err := f.ClientSet.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 		g.Expect(err).NotTo(gomega.HaveOccurred(), "listing namespaces")
-		leaving = podsLeavingNodes(pods.Items, namespaces.Items)
-		g.Expect(leaving).To(gomega.BeEmpty(), "pods of earlier specs still hold nodes while they terminate")
+		g.Expect(podsLeavingNodes(pods.Items, namespaces.Items)).To(gomega.BeEmpty(), "pods of earlier specs still hold nodes while they terminate")
 	}).WithTimeout(releaseTimeout).WithPolling(time.Second).Should(gomega.Succeed(),
 		"the cluster's capacity is not free: pods on their way out still hold nodes (a pod or namespace finalizer that never clears?)")
 	if waited := time.Since(start); waited > 2*time.Second {
