@@ -58,12 +58,8 @@ help: ## List targets.
 
 .PHONY: binaries
 binaries: ## Build the pinned control-plane binaries and the skew kube-scheduler and kube-controller-manager (cold ~18 min, cached after).
-	@# The skew set builds beside the pinned one (its own module; `kube` leaves
-	@# etcd and kwok to the other): on a cold machine its downloads overlap compiles.
-	KUBE_VERSION=$(SKEW_KUBE_VERSION) KUBE_BINARIES="kube-scheduler kube-controller-manager" hack/build-binaries.sh kube & skew=$$!; \
-	  hack/build-binaries.sh; pinned=$$?; wait $$skew; skew_rc=$$?; \
-	  [ $$pinned = 0 ] || { echo "make binaries: building the pinned set failed" >&2; exit 1; }; \
-	  [ $$skew_rc = 0 ] || { echo "make binaries: building the skew set ($(SKEW_KUBE_VERSION)) failed" >&2; exit 1; }
+	hack/build-binaries.sh
+	KUBE_VERSION=$(SKEW_KUBE_VERSION) KUBE_BINARIES="kube-scheduler kube-controller-manager" hack/build-binaries.sh
 
 .PHONY: tools
 tools: ## Build the harness's own commands, and the ginkgo CLI of go.mod's version (parallel runs), into _output/bin.

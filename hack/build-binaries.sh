@@ -27,7 +27,7 @@ OUTPUT_DIR=${OUTPUT_DIR:-$ROOT/_output}
 export GOFLAGS="${GOFLAGS:-} -buildvcs=false"
 export GOTOOLCHAIN=${GOTOOLCHAIN:-local}
 
-log() { printf '[build %s %s] %s\n' "$KUBE_VERSION" "$(date +%H:%M:%S)" "$*" >&2; }
+log() { printf '[build %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { printf '[build] ERROR: %s\n' "$*" >&2; exit 1; }
 
 command -v go >/dev/null || die "go is not on PATH; this project needs only Go (1.26+)"
@@ -120,18 +120,15 @@ GO
 build_kube_set() { # stamp-file stamp binaries...
   local stamp_file=$1 stamp=$2; shift 2
   mkdir -p "$kube_bin_dir"
-  local pkgs=() b
-  for b in "$@"; do pkgs+=("k8s.io/kubernetes/cmd/$b"); done
-  log "building $* $KUBE_VERSION (one go build: each binary links while the next compiles; about 6 minutes on 2 cores with a cold build cache)"
-  local t0=$SECONDS
-  # Built aside and renamed into place: a running cluster keeps its binary.
-  local new=$kube_bin_dir/.new
-  rm -rf "$new" && mkdir -p "$new"
-  (cd "$kube_mod" && go build -trimpath -ldflags "$ldflags" -o "$new/" "${pkgs[@]}") ||
-    die "building $* at $KUBE_VERSION failed"
-  for b in "$@"; do mv -f "$new/$b" "$kube_bin_dir/$b"; done
-  rmdir "$new"
-  log "built $* in $((SECONDS - t0))s"
+  for b in "$@"; do
+    log "building $b $KUBE_VERSION$([[ $b == kube-apiserver || $b == kubelet ]] && echo ' (about 4 minutes on 2 cores with a cold build cache)')"
+    local t0=$SECONDS
+    # Built aside and renamed into place: a running cluster keeps its binary.
+    (cd "$kube_mod" && go build -trimpath -ldflags "$ldflags" -o "$kube_bin_dir/.$b.new" "k8s.io/kubernetes/cmd/$b") ||
+      die "building $b at $KUBE_VERSION failed"
+    mv -f "$kube_bin_dir/.$b.new" "$kube_bin_dir/$b"
+    log "built $b in $((SECONDS - t0))s"
+  done
   echo "$stamp" >"$kube_bin_dir/$stamp_file"
 }
 
@@ -206,13 +203,7 @@ GO
 
 what=${1:-all}
 case $what in
-  all)
-    # etcd and kwok build beside Kubernetes: on a cold machine one set's
-    # module downloads overlap the other's compiles.
-    build_tools & tools_pid=$!
-    build_kube
-    wait "$tools_pid" || die "building etcd and kwok failed (see above)"
-    ;;
+  all) build_tools; build_kube ;;
   kube) build_kube ;;
   tools) build_tools ;;
   node) build_node ;;
