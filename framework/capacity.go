@@ -54,18 +54,15 @@ func MeasureCapacity(ctx context.Context, f *Framework) Capacity {
 	return measureCapacity(ctx, f)
 }
 
-// releaseTimeout bounds the wait for terminating pods to leave the nodes;
-// a pod that has not gone by then is held by something (a finalizer), and the
-// failure names it.
-const releaseTimeout = 3 * time.Minute
-
 // waitForReleasedCapacity waits until no pod that is on its way out (its own
 // deletion or its namespace's under way) still holds a node: the scheduler
 // counts a terminating pod's requests until it is gone, so a spec that sizes
 // a gang to the whole cluster would find a node less than it measured. A
 // spec's own namespace is waited for in its cleanup, but not every namespace
 // is: the calibration probe's, a cleanup cut short by an interrupt, or pods a
-// vendor's cluster is deleting for reasons of its own.
+// vendor's cluster is deleting for reasons of its own. It allows what a
+// spec's cleanup allows its pods (Timeouts.Cleanup): a pod still there after
+// that is held by something (a finalizer), and the failure names it.
 func waitForReleasedCapacity(ctx context.Context, f *Framework) {
 	ginkgo.GinkgoHelper()
 	start := time.Now()
@@ -75,7 +72,7 @@ func waitForReleasedCapacity(ctx context.Context, f *Framework) {
 		namespaces, err := f.ClientSet.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 		g.Expect(err).NotTo(gomega.HaveOccurred(), "listing namespaces")
 		g.Expect(podsLeavingNodes(pods.Items, namespaces.Items)).To(gomega.BeEmpty(), "pods of earlier specs still hold nodes while they terminate")
-	}).WithTimeout(releaseTimeout).WithPolling(time.Second).Should(gomega.Succeed(),
+	}).WithTimeout(f.Timeouts.Cleanup).WithPolling(f.Timeouts.Poll).Should(gomega.Succeed(),
 		"the cluster's capacity is not free: pods on their way out still hold nodes (a pod or namespace finalizer that never clears?)")
 	if waited := time.Since(start); waited > 2*time.Second {
 		ginkgo.GinkgoWriter.Printf("waited %s for earlier specs' terminating pods to leave the nodes before measuring capacity\n", waited.Round(100*time.Millisecond))
